@@ -1,0 +1,200 @@
+// fragscope-alloc-demo: runs a training-like allocation workload through the allocator under a
+// chosen configuration and prints the stats and any OomReport. Until the reference trainer exists
+// this is the "main job" of the quick start.
+//
+//   fragscope-alloc-demo --alloc-conf backing=sim,capacity=4GiB,limit=1GiB --steps 20
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/memory_system.hpp"
+#include "fragscope/allocator/size.hpp"
+
+namespace {
+
+using fragscope::FormatBytes;
+
+struct Workload {
+  int steps = 20;
+  int layers = 24;
+  std::uint64_t activation_bytes = 64 * fragscope::MiB;  // per layer at full batch
+  std::uint64_t seed = 1;
+};
+
+// One device's run. Returns false on the first OOM (the report is in `oom`).
+class TrainingLikeRun {
+ public:
+  TrainingLikeRun(fragscope::DeviceAllocator& allocator, const Workload& workload)
+      : allocator_(allocator), workload_(workload), rng_(workload.seed + allocator.device()) {}
+
+  bool Run(std::optional<fragscope::OomReport>* oom) {
+    std::uniform_real_distribution<double> log_size(std::log(4096.0), std::log(32.0 * 1024 * 1024));
+    // Weights and optimizer state: allocated once, live for the whole run.
+    for (int layer = 0; layer < workload_.layers; ++layer) {
+      const auto bytes = static_cast<std::uint64_t>(std::exp(log_size(rng_)));
+      if (!Take(bytes, &weights_, oom) || !Take(bytes, &weights_, oom)) return false;
+    }
+    std::uniform_real_distribution<double> batch_scale(0.5, 1.0);
+    std::uniform_int_distribution<std::uint64_t> odd(1, 4 * fragscope::MiB);
+    for (int step = 0; step < workload_.steps; ++step) {
+      allocator_.Mark(fmt::format("step {} begin", step));
+      // Batch sizes vary step to step, so freed activation holes do not quite fit the next step.
+      const double scale = batch_scale(rng_);
+      std::vector<void*> activations;
+      for (int layer = 0; layer < workload_.layers; ++layer) {
+        const double depth = 1.0 - 0.6 * layer / workload_.layers;  // deeper layers are smaller
+        const auto bytes = static_cast<std::uint64_t>(
+            static_cast<double>(workload_.activation_bytes) * scale * depth);
+        if (!Take(bytes, &activations, oom)) return false;
+      }
+      // Backward: a gradient temporary per layer while activations are freed in reverse.
+      for (int layer = workload_.layers - 1; layer >= 0; --layer) {
+        std::vector<void*> temporaries;
+        if (!Take(workload_.activation_bytes / 4, &temporaries, oom)) return false;
+        allocator_.Free(activations[layer]);
+        allocator_.Free(temporaries.back());
+      }
+      // Now and then a small odd-sized tensor stays alive (a cache, a metric): it pins a hole.
+      if (step % 3 == 0 && !Take(odd(rng_), &pinned_, oom)) return false;
+    }
+    return true;
+  }
+
+  ~TrainingLikeRun() {
+    for (void* ptr : weights_) allocator_.Free(ptr);
+    for (void* ptr : pinned_) allocator_.Free(ptr);
+  }
+
+ private:
+  bool Take(std::uint64_t bytes, std::vector<void*>* into, std::optional<fragscope::OomReport>* oom) {
+    fragscope::OomReport report;
+    void* ptr = allocator_.TryAllocate(bytes, {}, &report);
+    if (ptr == nullptr) {
+      *oom = std::move(report);
+      return false;
+    }
+    into->push_back(ptr);
+    return true;
+  }
+
+  fragscope::DeviceAllocator& allocator_;
+  Workload workload_;
+  std::mt19937_64 rng_;
+  std::vector<void*> weights_;
+  std::vector<void*> pinned_;
+};
+
+nlohmann::json StatsJson(const fragscope::AllocatorStats& s) {
+  return {{"in_use", s.in_use},
+          {"reserved", s.reserved},
+          {"live_requested", s.live_requested},
+          {"peak_in_use", s.peak_in_use},
+          {"peak_reserved", s.peak_reserved},
+          {"peak_load", s.peak_live_requested},
+          {"overhead", s.peak_live_requested == 0 ? 0.0
+                                                  : static_cast<double>(s.peak_reserved) /
+                                                        static_cast<double>(s.peak_live_requested)},
+          {"regions", s.regions},
+          {"largest_free", s.largest_free},
+          {"external_fragmentation", s.external_fragmentation()},
+          {"utilization", s.utilization()},
+          {"total_allocs", s.total_allocs},
+          {"ooms", s.total_ooms}};
+}
+
+nlohmann::json OomJson(const fragscope::OomReport& r) {
+  const auto& n = r.numbers;
+  return {{"device", r.device},       {"request", n.request},
+          {"rounded", n.rounded},     {"limit", n.limit},
+          {"reserved", n.reserved},   {"in_use", n.in_use},
+          {"free_in_regions", n.free_in_regions},
+          {"largest_free", n.largest_free},
+          {"cause", fragscope::traces::ToString(n.cause)},
+          {"explanation", r.explanation},
+          {"suggestion", r.suggestion}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Runs a training-like allocation workload through the fragscope allocator and "
+               "prints its statistics and any OOM report.",
+               "fragscope-alloc-demo"};
+  std::string conf_text;
+  Workload workload;
+  std::string activation_text = "64MiB";
+  bool json = false;
+  app.add_option("--alloc-conf", conf_text,
+                 "allocator configuration (default: $FRAGSCOPE_ALLOC_CONF, else defaults), e.g. "
+                 "backing=sim,capacity=4GiB,limit=1GiB");
+  app.add_option("--steps", workload.steps, "training steps")->check(CLI::Range(1, 1000000));
+  app.add_option("--layers", workload.layers, "layers per step")->check(CLI::Range(1, 10000));
+  app.add_option("--activation", activation_text, "activation bytes per layer at full batch");
+  app.add_option("--seed", workload.seed, "random seed");
+  app.add_flag("--json", json, "print one JSON document on stdout");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("fragscope"));
+  spdlog::set_level(spdlog::level::err);  // the report below says what matters
+
+  const auto activation = fragscope::ParseSize(activation_text);
+  if (!activation || *activation == 0) {
+    fmt::print(stderr, "error: --activation: '{}' is not a size (e.g. 64MiB)\n", activation_text);
+    return 2;
+  }
+  workload.activation_bytes = *activation;
+
+  std::unique_ptr<fragscope::MemorySystem> system;
+  std::string source;
+  try {
+    system = fragscope::MemorySystem::Create(fragscope::ResolveAllocConf(conf_text, &source));
+  } catch (const fragscope::ConfigError& error) {
+    fmt::print(stderr, "error: {}\n", error.what());
+    return 2;
+  } catch (const fragscope::Error& error) {
+    fmt::print(stderr, "error: {}\n", error.what());
+    return 2;
+  }
+
+  nlohmann::json devices = nlohmann::json::array();
+  bool any_oom = false;
+  if (!json) fmt::print("allocator: {} (from {})\n", system->Describe(), source);
+  for (std::size_t i = 0; i < system->device_count(); ++i) {
+    fragscope::DeviceAllocator& allocator = system->device(i);
+    std::optional<fragscope::OomReport> oom;
+    fragscope::AllocatorStats stats;
+    {
+      TrainingLikeRun run(allocator, workload);
+      any_oom |= !run.Run(&oom);
+      stats = allocator.Stats();  // before the run frees its long-lived tensors
+    }
+    allocator.CheckInvariants();
+    nlohmann::json device = {{"device", i}, {"stats", StatsJson(stats)}, {"oom", nullptr}};
+    if (oom) device["oom"] = OomJson(*oom);
+    devices.push_back(device);
+    if (!json) {
+      fmt::print("\ndevice {} after {} steps{}:\n{}", i, workload.steps,
+                 oom ? " (stopped by an OOM)" : "", stats.Describe());
+      fmt::print("  overhead (peak reserved / peak LOAD): {:.3f}\n",
+                 stats.peak_live_requested == 0
+                     ? 0.0
+                     : static_cast<double>(stats.peak_reserved) /
+                           static_cast<double>(stats.peak_live_requested));
+      if (oom) fmt::print("\n{}", oom->Describe());
+    }
+  }
+  if (json) {
+    fmt::print("{}\n", nlohmann::json{{"allocator", system->Describe()},
+                                      {"conf", system->conf().ToString()},
+                                      {"devices", devices}}
+                           .dump(2));
+  }
+  return any_oom ? 1 : 0;
+}

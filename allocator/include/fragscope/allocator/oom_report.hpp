@@ -1,0 +1,41 @@
+// The diagnosis of a failed allocation: data first (numbers and a cause), words second. The same
+// struct is logged, thrown inside OutOfMemory, written to traces as an `oom` event and printed by
+// the command-line tools.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fragscope/traces/event.hpp"
+
+namespace fragscope {
+
+using traces::OomCause;
+
+struct OomReport {
+  std::uint32_t device = 0;
+  std::uint64_t stream = 0;
+  traces::TagId tag = traces::kNoTag;
+  traces::OomRecord numbers;   // request, rounded, limit, reserved, in_use, ... and cause
+  bool gc_ran = false;         // the slow path released empty regions before giving up
+  std::uint64_t gc_released = 0;
+  std::string explanation;     // one line, plain words, with the numbers that matter
+  std::string suggestion;      // what limit or policy would make it fit
+
+  OomCause cause() const { return numbers.cause; }
+  // "out of memory on device 0: fragmentation: <explanation>"
+  std::string Summary() const;
+  // Several lines: the summary, a table of the numbers, the suggestion.
+  std::string Describe() const;
+};
+
+// Classifies a failure from its numbers and fills `explanation` and `suggestion`. `backing_refused`
+// says that the backing returned no memory for a region that fit below the limit. Used by every
+// allocator and by trace analysis, so that a cause means the same everywhere.
+OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers, bool backing_refused);
+
+// The cause alone, by the rules of DESIGN.md, in this order: request-too-large, capacity, backing,
+// fragmentation.
+OomCause ClassifyOom(const traces::OomRecord& numbers, bool backing_refused);
+
+}  // namespace fragscope

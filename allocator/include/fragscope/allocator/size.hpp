@@ -1,0 +1,29 @@
+// One size syntax for every option and key: plain bytes ("1048576") or a number with a unit
+// ("512MiB", "1.5GiB", "64KB"). Binary units (KiB, MiB, GiB, TiB) are powers of 1024; decimal units
+// (KB, MB, GB, TB) powers of 1000; "B" is bytes. Units are case-insensitive; spaces between number
+// and unit are allowed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fragscope {
+
+// Returns nullopt when `text` is not a size (empty, negative, unknown unit, overflow, fractional
+// bytes).
+std::optional<std::uint64_t> ParseSize(std::string_view text);
+
+// "0 B", "768 B", "1.50 KiB", "512.00 MiB", "6.00 GiB": three significant decimals at most, binary
+// units.
+std::string FormatBytes(std::uint64_t bytes);
+
+// Shortest exact form that ParseSize reads back: "2GiB", "768MiB", "1000".
+std::string FormatSizeExact(std::uint64_t bytes);
+
+inline constexpr std::uint64_t KiB = 1024;
+inline constexpr std::uint64_t MiB = 1024 * KiB;
+inline constexpr std::uint64_t GiB = 1024 * MiB;
+
+}  // namespace fragscope

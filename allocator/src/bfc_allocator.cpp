@@ -1,0 +1,123 @@
+// The BFC allocator's hot path: best fit from the bins, split, record; free, coalesce, rebin.
+//
+// HOT PATH. Keep it short: one lock, no heap allocation, no system call, no logging. Everything
+// that may allocate or call the backing (refilling the chunk pool, growing the pointer table, new
+// regions, gc, OOM reports) is on the slow path in bfc_slow_path.cpp or behind an [[unlikely]]
+// branch that runs a bounded number of times per million operations.
+#include "bfc_allocator.hpp"
+
+#include "fragscope/allocator/errors.hpp"
+
+namespace fragscope::bfc {
+
+void* BfcAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions& options,
+                                OomReport* report) {
+  const std::uint64_t rounded = RoundUp(bytes);
+  std::lock_guard lock(mutex_);
+  if (Chunk* chunk = bins_.FindBestFit(rounded)) [[likely]] {
+    return Carve(chunk, rounded, bytes, options);
+  }
+  return AllocateSlow(rounded, bytes, options, report);
+}
+
+// Takes `chunk` (free, at least `rounded` bytes) out of the bins, splits off the remainder and
+// marks the front part in use.
+void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t requested,
+                          const AllocOptions& options) {
+  // Both reserves are refilled together, so a single check keeps the fast path to one branch.
+  if (pool_.Empty() || live_.NeedsGrowth()) [[unlikely]] RefillForCarve();
+
+  bins_.Erase(chunk);
+  if (chunk->size - rounded >= kMinSplitRemainder) {
+    Chunk* rest = pool_.Take();
+    rest->address = chunk->address + rounded;
+    rest->size = chunk->size - rounded;
+    rest->region = chunk->region;
+    rest->prev = chunk;
+    rest->next = chunk->next;
+    if (chunk->next != nullptr) chunk->next->prev = rest;
+    else chunk->region->last = rest;
+    chunk->next = rest;
+    chunk->size = rounded;
+    bins_.Insert(rest);
+    ++chunk_count_;
+    // Refill again only when the next Carve asks: the pool never runs dry inside one.
+  }
+
+  chunk->requested = requested;
+  chunk->alloc_id = next_alloc_id_++;
+  chunk->stream = options.stream;
+  chunk->tag = options.tag;
+  ++chunk->region->live_chunks;
+  live_.Insert(chunk);
+
+  AllocatorStats& s = stats_;
+  s.in_use += chunk->size;
+  s.live_requested += requested;
+  ++s.allocations;
+  ++s.total_allocs;
+  if (s.in_use > s.peak_in_use) s.peak_in_use = s.in_use;
+  if (s.live_requested > s.peak_live_requested) s.peak_live_requested = s.live_requested;
+  if (s.allocations > s.peak_allocations) s.peak_allocations = s.allocations;
+
+  if (sink_ != nullptr) [[unlikely]] EmitChunk(traces::EventType::kAlloc, *chunk);
+  return reinterpret_cast<void*>(chunk->address);
+}
+
+void BfcAllocator::Free(void* ptr) {
+  const auto address = reinterpret_cast<std::uint64_t>(ptr);
+  std::lock_guard lock(mutex_);
+  Chunk* chunk = live_.Erase(address);
+  if (chunk == nullptr) [[unlikely]] ThrowInvalidFree(ptr);  // state untouched
+
+  if (sink_ != nullptr) [[unlikely]] EmitChunk(traces::EventType::kFree, *chunk);
+
+  AllocatorStats& s = stats_;
+  s.in_use -= chunk->size;
+  s.live_requested -= chunk->requested;
+  --s.allocations;
+  ++s.total_frees;
+  --chunk->region->live_chunks;
+
+  chunk->requested = 0;
+  chunk->alloc_id = 0;
+  chunk->stream = 0;
+  chunk->tag = traces::kNoTag;
+  MergeAndBin(chunk);
+}
+
+// Coalesces a just-freed chunk with its free neighbours at once and bins the result.
+void BfcAllocator::MergeAndBin(Chunk* chunk) {
+  if (Chunk* prev = chunk->prev; prev != nullptr && !prev->in_use()) {
+    bins_.Erase(prev);
+    prev->size += chunk->size;
+    prev->next = chunk->next;
+    if (chunk->next != nullptr) chunk->next->prev = prev;
+    else prev->region->last = prev;
+    ReleaseChunkRecord(chunk);
+    chunk = prev;
+  }
+  if (Chunk* next = chunk->next; next != nullptr && !next->in_use()) {
+    bins_.Erase(next);
+    chunk->size += next->size;
+    chunk->next = next->next;
+    if (next->next != nullptr) next->next->prev = chunk;
+    else chunk->region->last = chunk;
+    ReleaseChunkRecord(next);
+  }
+  bins_.Insert(chunk);
+  if (chunk->size > stats_.peak_largest_free) stats_.peak_largest_free = chunk->size;
+}
+
+void BfcAllocator::ReleaseChunkRecord(Chunk* chunk) {
+  pool_.Give(chunk);
+  --chunk_count_;
+}
+
+// Slow path of Carve: runs once per ~1,000 splits or per doubling of the live set.
+[[gnu::noinline]] void BfcAllocator::RefillForCarve() {
+  if (pool_.Empty()) pool_.Refill();
+  if (live_.NeedsGrowth()) live_.Grow();
+}
+
+}  // namespace fragscope::bfc

@@ -1,0 +1,106 @@
+// The BFC (best-fit with coalescing) caching allocator of one device. See docs/allocator.md.
+//
+// Layout of the code: bfc_allocator.cpp holds the hot path (best fit, split, free, coalesce);
+// bfc_slow_path.cpp growth, gc and OOM diagnosis; bfc_inspect.cpp stats, snapshots, the invariant
+// checker and event emission for a newly attached sink.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "best_fit_bins.hpp"
+#include "chunk.hpp"
+#include "fragscope/allocator/backing.hpp"
+#include "fragscope/allocator/device_allocator.hpp"
+#include "pointer_table.hpp"
+
+namespace fragscope::bfc {
+
+struct BfcOptions {
+  std::uint32_t device = 0;
+  std::uint64_t limit = 0;              // most this allocator may reserve
+  bool growth = true;                   // 2 MiB first region, doubling
+  std::uint64_t preallocate_bytes = 0;  // one region reserved at construction; 0 = none
+  bool gc = true;
+  bool expandable = false;              // one in-place growing region (needs an ExpandableBacking)
+};
+
+inline constexpr std::uint64_t kFirstRegionBytes = 2 * 1024 * 1024;
+inline constexpr std::uint64_t kRegionRoundingBytes = 2 * 1024 * 1024;  // growth=off region sizes
+// A best-fit chunk is split when the remainder is at least this: one rounding unit. Coalescing
+// repairs slivers as soon as a neighbour is freed, while an unsplit remainder would be internal
+// waste that no other request can ever use.
+inline constexpr std::uint64_t kMinSplitRemainder = kRoundingUnit;
+
+class BfcAllocator final : public DeviceAllocator {
+ public:
+  // Throws BackingError when the preallocation or the expandable range cannot be obtained.
+  BfcAllocator(Backing& backing, const BfcOptions& options);
+  ~BfcAllocator() override;
+  BfcAllocator(const BfcAllocator&) = delete;
+  BfcAllocator& operator=(const BfcAllocator&) = delete;
+
+  void* TryAllocate(std::uint64_t bytes, const AllocOptions& options, OomReport* report) override;
+  void Free(void* ptr) override;
+
+  AllocatorStats Stats() const override;
+  void ResetPeaks() override;
+  AllocatorSnapshot Snapshot() const override;
+  std::optional<OomReport> LastOom() const override;
+  std::uint64_t ReleaseFreeRegions() override;
+  void CheckInvariants() const override;
+  void SetSink(traces::EventSink* sink) override;
+  void Mark(std::string_view name) override;
+  std::uint32_t device() const override { return options_.device; }
+  std::uint64_t limit() const override { return options_.limit; }
+
+ private:
+  // --- hot path (bfc_allocator.cpp) ---
+  void* Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t requested,
+              const AllocOptions& options);
+  void RefillForCarve();
+  void MergeAndBin(Chunk* chunk);
+  void ReleaseChunkRecord(Chunk* chunk);
+
+  // --- slow path (bfc_slow_path.cpp) ---
+  void* AllocateSlow(std::uint64_t rounded, std::uint64_t requested, const AllocOptions& options,
+                     OomReport* report);
+  bool Extend(std::uint64_t rounded, bool* backing_refused);
+  bool ExtendWithRegion(std::uint64_t rounded, bool* backing_refused);
+  bool GrowExpandable(std::uint64_t rounded, bool* backing_refused);
+  std::uint64_t NextRegionBytes(std::uint64_t rounded) const;
+  Region* AddRegion(std::uint64_t base, std::uint64_t size);
+  std::uint64_t ReleaseFreeRegionsLocked();
+  std::uint64_t ShrinkExpandableLocked();
+  OomReport Diagnose(std::uint64_t rounded, std::uint64_t requested, const AllocOptions& options,
+                     bool backing_refused, std::uint64_t gc_released) const;
+  [[noreturn]] void ThrowInvalidFree(void* ptr) const;
+
+  // --- inspection and events (bfc_inspect.cpp) ---
+  void CheckInvariantsLocked() const;
+  void EmitChunk(traces::EventType type, const Chunk& chunk);
+  void EmitRegion(traces::EventType type, std::uint64_t address, std::uint64_t size);
+  void EmitOom(const OomReport& report);
+
+  Backing& backing_;
+  ExpandableBacking* expandable_backing_ = nullptr;
+  const BfcOptions options_;
+
+  mutable std::mutex mutex_;
+  BestFitBins bins_;
+  PointerTable live_;
+  ChunkPool pool_;
+  std::map<std::uint64_t, std::unique_ptr<Region>> regions_;  // by base address
+  Region* expandable_region_ = nullptr;
+  std::uint64_t next_region_bytes_ = kFirstRegionBytes;  // growth policy state
+  std::uint64_t next_alloc_id_ = 1;
+  AllocatorStats stats_;  // counters and peaks; largest_free and chunk counts filled on read
+  std::uint64_t chunk_count_ = 0;
+  std::optional<OomReport> last_oom_;
+  traces::EventSink* sink_ = nullptr;
+};
+
+}  // namespace fragscope::bfc

@@ -1,0 +1,331 @@
+// The BFC allocator's slow path: construction and preallocation, extension (a new region under the
+// growth policy, or in-place growth of the expandable region), gc, and the OOM diagnosis. Runs under
+// the allocator's lock, only when the bins hold no chunk that fits.
+#include <bit>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "bfc_allocator.hpp"
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/size.hpp"
+
+namespace fragscope::bfc {
+namespace {
+
+std::uint64_t RoundUpTo(std::uint64_t bytes, std::uint64_t unit) {
+  return (bytes + unit - 1) / unit * unit;
+}
+std::uint64_t RoundDownTo(std::uint64_t bytes, std::uint64_t unit) { return bytes / unit * unit; }
+
+}  // namespace
+
+BfcAllocator::BfcAllocator(Backing& backing, const BfcOptions& options)
+    : backing_(backing), options_(options) {
+  stats_.limit = options_.limit;
+  pool_.Refill();
+  if (options_.expandable) {
+    expandable_backing_ = backing_.expandable();
+    if (expandable_backing_ == nullptr) {
+      throw ConfigError("expandable", fmt::format("expandable=on needs a backing that grows in "
+                                                  "place (sim, host or vmm), not {}",
+                                                  ToString(backing_.info().kind)));
+    }
+    const std::uint64_t granularity = expandable_backing_->map_granularity();
+    const std::uint64_t range = RoundUpTo(options_.limit, granularity);
+    void* base = expandable_backing_->ReserveRange(range);
+    if (base == nullptr) {
+      throw BackingError(fmt::format("device {}: cannot reserve {} of address space for the "
+                                     "expandable region",
+                                     options_.device, FormatBytes(range)));
+    }
+    auto region = std::make_unique<Region>();
+    region->base = reinterpret_cast<std::uint64_t>(base);
+    region->max_size = range;
+    region->expandable = true;
+    expandable_region_ = region.get();
+    regions_.emplace(region->base, std::move(region));
+    stats_.regions = stats_.peak_regions = 1;
+    const std::uint64_t initial = RoundDownTo(options_.preallocate_bytes, granularity);
+    if (initial > 0) {
+      bool refused = false;
+      if (!GrowExpandable(initial, &refused)) {
+        expandable_backing_->ReleaseRange(base, range);
+        throw BackingError(fmt::format("device {}: preallocation of {} refused by the {} backing",
+                                       options_.device, FormatBytes(initial),
+                                       ToString(backing_.info().kind)));
+      }
+    }
+  } else if (options_.preallocate_bytes > 0) {
+    const std::uint64_t bytes = RoundDownTo(options_.preallocate_bytes, backing_.info().granularity);
+    void* base = bytes > 0 ? backing_.Reserve(bytes, 0) : nullptr;
+    if (base == nullptr) {
+      throw BackingError(fmt::format("device {}: preallocation of {} refused by the {} backing",
+                                     options_.device, FormatBytes(bytes),
+                                     ToString(backing_.info().kind)));
+    }
+    AddRegion(reinterpret_cast<std::uint64_t>(base), bytes);
+  }
+}
+
+BfcAllocator::~BfcAllocator() {
+  if (stats_.allocations > 0) {
+    spdlog::warn("device {}: allocator destroyed with {} live allocations ({}) still held",
+                 options_.device, stats_.allocations, FormatBytes(stats_.in_use));
+  }
+  bins_.Clear();
+  for (auto& [base, region] : regions_) {
+    try {
+      if (region->expandable) {
+        if (region->size > 0) expandable_backing_->Unmap(reinterpret_cast<void*>(base), 0, region->size);
+        expandable_backing_->ReleaseRange(reinterpret_cast<void*>(base), region->max_size);
+      } else {
+        backing_.Release(reinterpret_cast<void*>(base), region->size, 0);
+      }
+    } catch (const std::exception& error) {  // a destructor must not throw; say what leaked
+      spdlog::error("device {}: releasing region {:#x}: {}", options_.device, base, error.what());
+    }
+  }
+}
+
+void* BfcAllocator::AllocateSlow(std::uint64_t rounded, std::uint64_t requested,
+                                 const AllocOptions& options, OomReport* report) {
+  bool backing_refused = false;
+  if (Extend(rounded, &backing_refused)) {
+    return Carve(bins_.FindBestFit(rounded), rounded, requested, options);
+  }
+  std::uint64_t gc_released = 0;
+  if (options_.gc) {
+    ++stats_.gc_runs;
+    gc_released = ReleaseFreeRegionsLocked();
+    if (gc_released > 0) {
+      backing_refused = false;
+      if (Extend(rounded, &backing_refused)) {
+        return Carve(bins_.FindBestFit(rounded), rounded, requested, options);
+      }
+    }
+  }
+  OomReport diagnosis = Diagnose(rounded, requested, options, backing_refused, gc_released);
+  ++stats_.total_ooms;
+  if (sink_ != nullptr) EmitOom(diagnosis);
+  spdlog::warn("{}", diagnosis.Summary());
+  last_oom_ = diagnosis;
+  if (report != nullptr) *report = std::move(diagnosis);
+  return nullptr;
+}
+
+bool BfcAllocator::Extend(std::uint64_t rounded, bool* backing_refused) {
+  return expandable_region_ != nullptr ? GrowExpandable(rounded, backing_refused)
+                                       : ExtendWithRegion(rounded, backing_refused);
+}
+
+std::uint64_t BfcAllocator::NextRegionBytes(std::uint64_t rounded) const {
+  if (options_.growth) return std::max(next_region_bytes_, std::bit_ceil(rounded));
+  return RoundUpTo(rounded, kRegionRoundingBytes);
+}
+
+// A new region: the growth policy's size, capped at the headroom; when the backing refuses, halve
+// down to what the request needs (as TensorFlow's BFC does), so a nearly full device still serves.
+bool BfcAllocator::ExtendWithRegion(std::uint64_t rounded, bool* backing_refused) {
+  const std::uint64_t granularity = backing_.info().granularity;
+  const std::uint64_t headroom = stats_.headroom();
+  const std::uint64_t need = RoundUpTo(rounded, granularity);
+  if (need > headroom) return false;
+  std::uint64_t size = std::max(need, std::min(NextRegionBytes(rounded), RoundDownTo(headroom, granularity)));
+  for (;;) {
+    if (void* base = backing_.Reserve(size, 0)) {
+      AddRegion(reinterpret_cast<std::uint64_t>(base), size);
+      if (options_.growth) next_region_bytes_ = std::max(next_region_bytes_, size * 2);
+      return true;
+    }
+    if (size == need) {
+      *backing_refused = true;
+      return false;
+    }
+    size = std::max(need, RoundUpTo(size / 2, granularity));
+  }
+}
+
+// Maps just enough pages at the end of the expandable region for `rounded` bytes, counting a free
+// chunk already at the end.
+bool BfcAllocator::GrowExpandable(std::uint64_t rounded, bool* backing_refused) {
+  Region* region = expandable_region_;
+  Chunk* tail = region->last;
+  const std::uint64_t tail_free = tail != nullptr && !tail->in_use() ? tail->size : 0;
+  const std::uint64_t grow =
+      RoundUpTo(rounded - std::min(rounded, tail_free), expandable_backing_->map_granularity());
+  if (grow == 0 || region->size + grow > options_.limit || region->size + grow > region->max_size) {
+    return false;
+  }
+  if (!expandable_backing_->Map(reinterpret_cast<void*>(region->base), region->size, grow)) {
+    *backing_refused = true;
+    return false;
+  }
+  const std::uint64_t mapped_at = region->base + region->size;
+  if (tail_free > 0) {
+    bins_.Erase(tail);
+    tail->size += grow;
+    bins_.Insert(tail);
+  } else {
+    if (pool_.Empty()) pool_.Refill();
+    Chunk* chunk = pool_.Take();
+    chunk->address = mapped_at;
+    chunk->size = grow;
+    chunk->region = region;
+    chunk->prev = tail;
+    if (tail != nullptr) tail->next = chunk;
+    else region->first = chunk;
+    region->last = chunk;
+    ++chunk_count_;
+    bins_.Insert(chunk);
+  }
+  region->size += grow;
+  stats_.reserved += grow;
+  ++stats_.region_reserves;
+  stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
+  stats_.peak_largest_free = std::max(stats_.peak_largest_free, region->last->size);
+  if (sink_ != nullptr) EmitRegion(traces::EventType::kRegionReserve, mapped_at, grow);
+  return true;
+}
+
+Region* BfcAllocator::AddRegion(std::uint64_t base, std::uint64_t size) {
+  if (pool_.Empty()) pool_.Refill();
+  auto owned = std::make_unique<Region>();
+  Region* region = owned.get();
+  region->base = base;
+  region->size = region->max_size = size;
+  Chunk* chunk = pool_.Take();
+  chunk->address = base;
+  chunk->size = size;
+  chunk->region = region;
+  region->first = region->last = chunk;
+  regions_.emplace(base, std::move(owned));
+  ++chunk_count_;
+  bins_.Insert(chunk);
+
+  stats_.reserved += size;
+  ++stats_.regions;
+  ++stats_.region_reserves;
+  stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
+  stats_.peak_regions = std::max(stats_.peak_regions, stats_.regions);
+  stats_.peak_largest_free = std::max(stats_.peak_largest_free, size);
+  if (sink_ != nullptr) EmitRegion(traces::EventType::kRegionReserve, base, size);
+  return region;
+}
+
+std::uint64_t BfcAllocator::ReleaseFreeRegions() {
+  std::lock_guard lock(mutex_);
+  return ReleaseFreeRegionsLocked();
+}
+
+std::uint64_t BfcAllocator::ReleaseFreeRegionsLocked() {
+  std::uint64_t released = 0;
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    Region* region = it->second.get();
+    if (region->expandable || region->live_chunks != 0) {
+      ++it;
+      continue;
+    }
+    // With no live chunk, coalescing has left exactly one free chunk covering the region.
+    Chunk* chunk = region->first;
+    bins_.Erase(chunk);
+    ReleaseChunkRecord(chunk);
+    backing_.Release(reinterpret_cast<void*>(region->base), region->size, 0);
+    stats_.reserved -= region->size;
+    --stats_.regions;
+    ++stats_.region_releases;
+    released += region->size;
+    if (sink_ != nullptr) EmitRegion(traces::EventType::kRegionRelease, region->base, region->size);
+    it = regions_.erase(it);
+  }
+  // The doubling restarts from what is still reserved, so a long run does not ratchet up to
+  // regions bigger than the limit allows.
+  if (released > 0 && options_.growth) {
+    next_region_bytes_ = std::max(kFirstRegionBytes, std::bit_floor(std::max<std::uint64_t>(stats_.reserved, 1)));
+  }
+  return released + ShrinkExpandableLocked();
+}
+
+// Unmaps the whole pages of a free chunk at the end of the expandable region.
+std::uint64_t BfcAllocator::ShrinkExpandableLocked() {
+  Region* region = expandable_region_;
+  if (region == nullptr || region->last == nullptr || region->last->in_use()) return 0;
+  Chunk* tail = region->last;
+  const std::uint64_t shrink = RoundDownTo(tail->size, expandable_backing_->map_granularity());
+  if (shrink == 0) return 0;
+  const std::uint64_t new_size = region->size - shrink;
+  expandable_backing_->Unmap(reinterpret_cast<void*>(region->base), new_size, shrink);
+  bins_.Erase(tail);
+  if (shrink == tail->size) {
+    region->last = tail->prev;
+    if (tail->prev != nullptr) tail->prev->next = nullptr;
+    else region->first = nullptr;
+    ReleaseChunkRecord(tail);
+  } else {
+    tail->size -= shrink;
+    bins_.Insert(tail);
+  }
+  region->size = new_size;
+  stats_.reserved -= shrink;
+  ++stats_.region_releases;
+  if (sink_ != nullptr) EmitRegion(traces::EventType::kRegionRelease, region->base + new_size, shrink);
+  return shrink;
+}
+
+OomReport BfcAllocator::Diagnose(std::uint64_t rounded, std::uint64_t requested,
+                                 const AllocOptions& options, bool backing_refused,
+                                 std::uint64_t gc_released) const {
+  traces::OomRecord numbers;
+  numbers.request = requested;
+  numbers.rounded = rounded;
+  numbers.limit = options_.limit;
+  numbers.reserved = stats_.reserved;
+  numbers.in_use = stats_.in_use;
+  numbers.live_requested = stats_.live_requested;
+  numbers.free_in_regions = stats_.free_in_regions();
+  const Chunk* largest = bins_.Largest();
+  numbers.largest_free = largest != nullptr ? largest->size : 0;
+  numbers.headroom = stats_.headroom();
+  numbers.chunk_count = chunk_count_;
+  numbers.region_count = stats_.regions;
+  OomReport report = DiagnoseOom(options_.device, numbers, backing_refused);
+  report.stream = options.stream;
+  report.tag = options.tag;
+  report.gc_ran = options_.gc;
+  report.gc_released = gc_released;
+  if (report.cause() == OomCause::kFragmentation) {
+    // Policy advice first: it costs nothing, unlike a higher limit.
+    if (!options_.gc && numbers.free_in_regions > 0) {
+      report.suggestion = "turn gc on (gc=on): empty regions would be released and the request "
+                          "retried; or " + report.suggestion;
+    } else if (!options_.expandable && backing_.expandable() != nullptr) {
+      report.suggestion = "try expandable=on: one region that grows in place strands no memory "
+                          "between regions; or " + report.suggestion;
+    }
+  }
+  return report;
+}
+
+void BfcAllocator::ThrowInvalidFree(void* ptr) const {
+  const auto address = reinterpret_cast<std::uint64_t>(ptr);
+  std::string why = "it is not an address this allocator handed out";
+  if (ptr == nullptr) {
+    why = "null pointer";
+  } else if (auto it = regions_.upper_bound(address); it != regions_.begin()) {
+    const Region& region = *std::prev(it)->second;
+    if (address < region.base + region.size) {
+      for (const Chunk* chunk = region.first; chunk != nullptr; chunk = chunk->next) {
+        if (address < chunk->address || address >= chunk->end()) continue;
+        // A live chunk's start would have been found in the pointer table.
+        why = chunk->in_use()
+                  ? fmt::format("it points {} bytes into the allocation at {:#x}, not to its start",
+                                address - chunk->address, chunk->address)
+                  : std::string("it lies in free memory: already freed (double free?)");
+        break;
+      }
+    }
+  }
+  throw InvalidFree(ptr, fmt::format("device {}: invalid free of {}: {}", options_.device, ptr, why));
+}
+
+}  // namespace fragscope::bfc

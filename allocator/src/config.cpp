@@ -1,0 +1,445 @@
+// The allocator configuration string: parsing, validation, canonical printing and resolution from
+// the command line or the environment. Every key is documented in docs/allocator.md; the table
+// below is the single place that lists them, in documentation order.
+#include "fragscope/allocator/config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdlib>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/size.hpp"
+
+namespace fragscope {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Text helpers
+
+constexpr bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+constexpr char ToLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = ToLower(c);
+  return out;
+}
+
+// Edit distance, for "did you mean" on a misspelt key. Keys are short: quadratic is fine.
+std::size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const std::size_t substitute = diagonal + (ToLower(a[i - 1]) == ToLower(b[j - 1]) ? 0 : 1);
+      row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value parsers. Each throws a ConfigError that names the key, quotes the value and says what is
+// expected.
+
+[[noreturn]] void BadValue(std::string_view key, std::string_view value, std::string_view expected) {
+  throw ConfigError(std::string(key),
+                    fmt::format("bad value '{}' for key '{}': expected {}", value, key, expected));
+}
+
+constexpr std::string_view kExpectSwitch = "on or off";
+constexpr std::string_view kExpectSize =
+    "a size such as 1048576 (bytes), 512MiB, 1.5GiB or 64KB";
+
+// on/off, true/false, yes/no, 1/0; case-insensitive. Returns nullopt for anything else.
+std::optional<bool> ParseSwitchWord(std::string_view value) {
+  const std::string v = Lower(value);
+  if (v == "on" || v == "true" || v == "yes" || v == "1") return true;
+  if (v == "off" || v == "false" || v == "no" || v == "0") return false;
+  return std::nullopt;
+}
+
+bool ParseSwitch(std::string_view key, std::string_view value) {
+  const std::optional<bool> on = ParseSwitchWord(value);
+  if (!on) BadValue(key, value, kExpectSwitch);
+  return *on;
+}
+
+std::uint64_t ParseSizeValue(std::string_view key, std::string_view value, std::uint64_t minimum) {
+  const std::optional<std::uint64_t> bytes = ParseSize(value);
+  if (!bytes) BadValue(key, value, kExpectSize);
+  if (*bytes < minimum) {
+    BadValue(key, value,
+             minimum == 1 ? std::string("a size greater than 0")
+                          : fmt::format("a size of at least {}", FormatSizeExact(minimum)));
+  }
+  return *bytes;
+}
+
+std::string_view BackingChoices() { return "one of sim, host, cuda, vmm, async"; }
+
+void ParseBacking(std::string_view key, std::string_view value, AllocConf& conf) {
+  if (!ParseBackingKind(value, &conf.backing)) BadValue(key, value, BackingChoices());
+}
+
+void ParseCapacity(std::string_view key, std::string_view value, AllocConf& conf) {
+  conf.capacity = ParseSizeValue(key, value, 1);
+}
+
+void ParseDevice(std::string_view key, std::string_view value, AllocConf& conf) {
+  constexpr std::string_view kExpect = "a CUDA device ordinal (an integer >= 0)";
+  if (value.empty()) BadValue(key, value, kExpect);
+  int ordinal = 0;
+  const char* last = value.data() + value.size();
+  auto [end, ec] = std::from_chars(value.data(), last, ordinal);
+  if (ec != std::errc() || end != last || ordinal < 0) {
+    BadValue(key, value, kExpect);
+  }
+  conf.device = ordinal;
+}
+
+void ParseExternalUse(std::string_view key, std::string_view value, AllocConf& conf) {
+  conf.external_use = ParseSizeValue(key, value, 0);
+}
+
+void ParseGrowth(std::string_view key, std::string_view value, AllocConf& conf) {
+  conf.growth = ParseSwitch(key, value);
+}
+
+void ParsePreallocate(std::string_view key, std::string_view value, AllocConf& conf) {
+  constexpr std::string_view kExpect = "a fraction of the capacity in (0, 1] such as 0.8, or off";
+  if (const std::optional<bool> word = ParseSwitchWord(value); word.has_value() && !*word) {
+    conf.preallocate = 0.0;  // off, false, no, 0
+    return;
+  }
+  if (value.empty()) BadValue(key, value, kExpect);
+  double fraction = 0.0;
+  const char* last = value.data() + value.size();
+  auto [end, ec] = std::from_chars(value.data(), last, fraction, std::chars_format::general);
+  if (ec != std::errc() || end != last || !std::isfinite(fraction) ||
+      fraction < 0.0 || fraction > 1.0) {
+    BadValue(key, value, kExpect);
+  }
+  conf.preallocate = fraction;  // 0 (written as "0.0") means off as well
+}
+
+void ParseLimit(std::string_view key, std::string_view value, AllocConf& conf) {
+  conf.limit = ParseSizeValue(key, value, 256);
+}
+
+void ParseVirtualDevices(std::string_view key, std::string_view value, AllocConf& conf) {
+  constexpr std::string_view kExpect =
+      "one or more sizes joined by '+', such as 2GiB+6GiB, each at least 1MiB";
+  std::vector<std::uint64_t> limits;
+  std::string_view rest = value;
+  while (true) {
+    const std::size_t plus = rest.find('+');
+    const std::string_view piece = Trim(rest.substr(0, plus));
+    const std::optional<std::uint64_t> bytes = ParseSize(piece);
+    if (!bytes || *bytes < MiB) BadValue(key, value, kExpect);
+    limits.push_back(*bytes);
+    if (plus == std::string_view::npos) break;
+    rest.remove_prefix(plus + 1);
+  }
+  conf.virtual_devices = std::move(limits);
+}
+
+void ParseGc(std::string_view key, std::string_view value, AllocConf& conf) {
+  conf.gc = ParseSwitch(key, value);
+}
+
+void ParseExpandable(std::string_view key, std::string_view value, AllocConf& conf) {
+  conf.expandable = ParseSwitch(key, value);
+}
+
+void ParsePassthrough(std::string_view key, std::string_view value, AllocConf& conf) {
+  conf.passthrough = ParseSwitch(key, value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The keys, in documentation order.
+
+struct KeySpec {
+  std::string_view name;
+  void (*parse)(std::string_view key, std::string_view value, AllocConf& conf);
+};
+
+enum KeyIndex : std::size_t {
+  kBackingKey,
+  kCapacityKey,
+  kDeviceKey,
+  kExternalUseKey,
+  kGrowthKey,
+  kPreallocateKey,
+  kLimitKey,
+  kVirtualDevicesKey,
+  kGcKey,
+  kExpandableKey,
+  kPassthroughKey,
+  kKeyCount,
+};
+
+constexpr std::array<KeySpec, kKeyCount> kKeys = {{
+    {"backing", ParseBacking},
+    {"capacity", ParseCapacity},
+    {"device", ParseDevice},
+    {"external_use", ParseExternalUse},
+    {"growth", ParseGrowth},
+    {"preallocate", ParsePreallocate},
+    {"limit", ParseLimit},
+    {"virtual_devices", ParseVirtualDevices},
+    {"gc", ParseGc},
+    {"expandable", ParseExpandable},
+    {"passthrough", ParsePassthrough},
+}};
+
+std::string KeyList() {
+  std::string out;
+  for (const KeySpec& spec : kKeys) {
+    if (!out.empty()) out += ", ";
+    out += spec.name;
+  }
+  return out;
+}
+
+[[noreturn]] void UnknownKey(std::string_view key) {
+  std::string message =
+      fmt::format("unknown key '{}' in allocator configuration; valid keys: {}", key, KeyList());
+  // Suggest only close misspellings: one edit for a key of up to 3 characters, two otherwise.
+  std::string_view best;
+  std::size_t best_distance = key.size() <= 3 ? 2 : 3;
+  for (const KeySpec& spec : kKeys) {
+    const std::size_t d = EditDistance(key, spec.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = spec.name;
+    }
+  }
+  if (!best.empty()) message += fmt::format(" (did you mean '{}'?)", best);
+  throw ConfigError(std::string(key), message);
+}
+
+std::string FormatDevices(const std::vector<std::uint64_t>& limits) {
+  std::string out;
+  for (const std::uint64_t bytes : limits) {
+    if (!out.empty()) out += '+';
+    out += FormatSizeExact(bytes);
+  }
+  return out;
+}
+
+std::string FormatSwitch(bool on) { return on ? "on" : "off"; }
+
+std::string FormatFraction(double fraction) {
+  if (fraction == 0.0) return "off";
+  return fmt::format("{}", fraction);  // shortest form that reads back to the same double
+}
+
+bool CanExpand(BackingKind kind) {
+  return kind == BackingKind::kSim || kind == BackingKind::kHost || kind == BackingKind::kVmm;
+}
+
+bool SimulatesExternalUse(BackingKind kind) {
+  return kind == BackingKind::kSim || kind == BackingKind::kHost;
+}
+
+// Checks the keys against each other, once all are read. `given` says which keys the text set.
+void CheckCombination(AllocConf& conf, const std::array<bool, kKeyCount>& given) {
+  if (conf.external_use != 0 && !SimulatesExternalUse(conf.backing)) {
+    throw ConfigError(
+        "external_use",
+        fmt::format("external_use={} needs backing sim or host: it simulates memory that other "
+                    "processes hold, which on backing {} is real and already counted",
+                    FormatSizeExact(conf.external_use), ToString(conf.backing)));
+  }
+  if (given[kVirtualDevicesKey] && given[kLimitKey]) {
+    throw ConfigError("virtual_devices",
+                      fmt::format("virtual_devices={} cannot be combined with limit: give each "
+                                  "device its limit in virtual_devices instead",
+                                  FormatDevices(conf.virtual_devices)));
+  }
+  if (conf.expandable && !CanExpand(conf.backing)) {
+    throw ConfigError("expandable",
+                      fmt::format("expandable=on needs backing sim, host or vmm, not backing {}",
+                                  ToString(conf.backing)));
+  }
+  const bool async = conf.backing == BackingKind::kAsync;
+  if (async) {
+    if (given[kPassthroughKey] && !conf.passthrough) {
+      throw ConfigError("passthrough",
+                        "passthrough=off is not possible with backing async: cudaMallocAsync "
+                        "pools cache on their own, so backing async is always passthrough");
+    }
+    conf.passthrough = true;
+  }
+  if (conf.passthrough) {
+    const std::string_view why =
+        async ? " (backing async is always passthrough)" : std::string_view();
+    if (conf.expandable) {
+      throw ConfigError("expandable",
+                        fmt::format("expandable=on cannot be combined with passthrough{}: "
+                                    "passthrough makes one backing call per request and keeps "
+                                    "no region to grow",
+                                    why));
+    }
+    if (conf.preallocate > 0.0) {
+      throw ConfigError("preallocate",
+                        fmt::format("preallocate={} cannot be combined with passthrough{}: "
+                                    "passthrough makes one backing call per request and keeps "
+                                    "no cache to preallocate into",
+                                    FormatFraction(conf.preallocate), why));
+    }
+  }
+}
+
+// One key=value item of the string, trimmed.
+struct Item {
+  std::string_view key;
+  std::string_view value;
+};
+
+// Splits the string at commas and each item at its first '='. Throws ConfigError("") for an empty
+// item ("a=1,,b=2", a comma at either end) or an item that is not key=value.
+std::vector<Item> SplitItems(std::string_view text) {
+  std::vector<Item> items;
+  std::string_view rest = text;
+  std::size_t offset = 0;  // character offset of the current item in `text`
+  while (true) {
+    const std::size_t position = items.size() + 1;  // 1-based, for messages
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = Trim(rest.substr(0, comma));
+    if (item.empty()) {
+      throw ConfigError(
+          "", fmt::format("empty item at position {} (character {}) of allocator configuration "
+                          "'{}': expected key=value pairs separated by single commas",
+                          position, offset + 1, text));
+    }
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) {
+      throw ConfigError("", fmt::format("malformed item '{}' at position {} of allocator "
+                                        "configuration: expected key=value, e.g. growth=on",
+                                        item, position));
+    }
+    const std::string_view key = Trim(item.substr(0, equals));
+    if (key.empty()) {
+      throw ConfigError("", fmt::format("malformed item '{}' at position {} of allocator "
+                                        "configuration: the key before '=' is missing",
+                                        item, position));
+    }
+    items.push_back({key, Trim(item.substr(equals + 1))});
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+    offset += comma + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
+std::string AllocConf::ToString() const {
+  std::string out;
+  const auto add = [&out](std::string_view key, std::string_view value) {
+    if (!out.empty()) out += ',';
+    out += key;
+    out += '=';
+    out += value;
+  };
+  add("backing", fragscope::ToString(backing));
+  if (capacity) add("capacity", FormatSizeExact(*capacity));
+  add("device", fmt::format("{}", device));
+  add("external_use", FormatSizeExact(external_use));
+  add("growth", FormatSwitch(growth));
+  add("preallocate", FormatFraction(preallocate));
+  if (limit) add("limit", FormatSizeExact(*limit));
+  if (!virtual_devices.empty()) add("virtual_devices", FormatDevices(virtual_devices));
+  add("gc", FormatSwitch(gc));
+  add("expandable", FormatSwitch(expandable));
+  add("passthrough", FormatSwitch(passthrough));
+  return out;
+}
+
+const std::vector<std::string_view>& AllocConfKeys() {
+  static const std::vector<std::string_view> keys = [] {
+    std::vector<std::string_view> names;
+    names.reserve(kKeys.size());
+    for (const KeySpec& spec : kKeys) names.push_back(spec.name);
+    return names;
+  }();
+  return keys;
+}
+
+AllocConf ParseAllocConf(std::string_view text) {
+  AllocConf conf;
+  if (Trim(text).empty()) return conf;
+
+  // Errors come in the order a reader would fix them: the shape of the string first, then the key
+  // names, then each value, then how the values combine.
+  const std::vector<Item> items = SplitItems(text);
+
+  std::array<bool, kKeyCount> given{};
+  std::array<std::size_t, kKeyCount> item_of_key{};
+  std::vector<std::size_t> key_of_item(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string_view key = items[i].key;
+    const auto spec = std::find_if(kKeys.begin(), kKeys.end(),
+                                   [key](const KeySpec& s) { return s.name == key; });
+    if (spec == kKeys.end()) UnknownKey(key);
+    const auto index = static_cast<std::size_t>(spec - kKeys.begin());
+    if (given[index]) {
+      throw ConfigError(std::string(key),
+                        fmt::format("key '{}' is given twice in allocator configuration '{}' "
+                                    "(positions {} and {})",
+                                    key, text, item_of_key[index] + 1, i + 1));
+    }
+    given[index] = true;
+    item_of_key[index] = i;
+    key_of_item[i] = index;
+  }
+
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const KeySpec& spec = kKeys[key_of_item[i]];
+    spec.parse(spec.name, items[i].value, conf);
+  }
+
+  CheckCombination(conf, given);
+  return conf;
+}
+
+AllocConf ResolveAllocConf(std::string_view cli, std::string* source) {
+  if (!cli.empty()) {
+    if (source != nullptr) *source = "--alloc-conf";
+    return ParseAllocConf(cli);
+  }
+  const char* env = std::getenv(kAllocConfEnv);
+  if (env != nullptr && *env != '\0') {
+    if (source != nullptr) *source = kAllocConfEnv;
+    try {
+      return ParseAllocConf(env);
+    } catch (const ConfigError& e) {
+      throw ConfigError(e.key(), fmt::format("{}: {}", kAllocConfEnv, e.what()));
+    }
+  }
+  if (source != nullptr) *source = "defaults";
+  return AllocConf{};
+}
+
+}  // namespace fragscope

@@ -1,0 +1,101 @@
+#include "fragscope/allocator/memory_system.hpp"
+
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "bfc_allocator.hpp"
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "passthrough_allocator.hpp"
+
+namespace fragscope {
+
+std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf) {
+  return Create(conf, MakeBacking(conf));
+}
+
+std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf,
+                                                   std::unique_ptr<Backing> backing) {
+  std::unique_ptr<MemorySystem> system(new MemorySystem());
+  system->conf_ = conf;
+  system->backing_ = std::move(backing);
+  const BackingInfo& info = system->backing_->info();
+  const std::uint64_t capacity = info.capacity;
+  const std::uint64_t available = capacity > conf.external_use ? capacity - conf.external_use : 0;
+  const std::string fits = conf.external_use > 0
+                               ? fmt::format("capacity {} minus external_use {} = {}",
+                                             FormatBytes(capacity), FormatBytes(conf.external_use),
+                                             FormatBytes(available))
+                               : fmt::format("capacity {}", FormatBytes(capacity));
+
+  std::vector<std::uint64_t> limits = conf.virtual_devices;
+  if (limits.empty()) {
+    const std::uint64_t limit = conf.limit.value_or(available);
+    if (limit > available) {
+      throw ConfigError("limit", fmt::format("limit={} exceeds what the {} device has: {}",
+                                             FormatSizeExact(limit), info.device_name, fits));
+    }
+    limits.push_back(limit);
+  } else {
+    const std::uint64_t total = std::accumulate(limits.begin(), limits.end(), std::uint64_t{0});
+    if (total > available) {
+      throw ConfigError("virtual_devices",
+                        fmt::format("virtual devices need {} in all, more than the {} device has: {}",
+                                    FormatBytes(total), info.device_name, fits));
+    }
+  }
+
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const auto device = static_cast<std::uint32_t>(i);
+    if (conf.passthrough) {
+      system->devices_.push_back(
+          std::make_unique<PassthroughAllocator>(*system->backing_, device, limits[i]));
+      continue;
+    }
+    bfc::BfcOptions options;
+    options.device = device;
+    options.limit = limits[i];
+    options.growth = conf.growth;
+    options.gc = conf.gc;
+    options.expandable = conf.expandable;
+    if (conf.preallocate > 0) {
+      // One device: a fraction of the physical device, within the limit. Virtual devices: a
+      // fraction of each one's own limit.
+      const std::uint64_t base = conf.virtual_devices.empty() ? capacity : limits[i];
+      const auto bytes = static_cast<std::uint64_t>(std::floor(conf.preallocate * static_cast<double>(base)));
+      options.preallocate_bytes = std::min(bytes, limits[i]);
+    }
+    system->devices_.push_back(std::make_unique<bfc::BfcAllocator>(*system->backing_, options));
+  }
+  return system;
+}
+
+MemorySystem::~MemorySystem() {
+  devices_.clear();  // allocators give their regions back before the backing goes
+}
+
+std::string MemorySystem::Describe() const {
+  const BackingInfo& info = backing_->info();
+  std::string policy = conf_.passthrough ? "passthrough" : "bfc";
+  if (!conf_.passthrough) {
+    if (conf_.expandable) policy += " expandable";
+    else policy += conf_.growth ? " growth" : " no-growth";
+    if (conf_.preallocate > 0) policy += fmt::format(" preallocate {:.2f}", conf_.preallocate);
+    policy += conf_.gc ? " gc" : " no-gc";
+  }
+  std::string limits;
+  for (const auto& device : devices_) {
+    if (!limits.empty()) limits += " + ";
+    limits += FormatBytes(device->limit());
+  }
+  return fmt::format("{} ({}, {}), {}, limit {}", ToString(info.kind), info.device_name,
+                     FormatBytes(info.capacity), policy, limits);
+}
+
+void MemorySystem::SetSink(traces::EventSink* sink) {
+  for (auto& device : devices_) device->SetSink(sink);
+}
+
+}  // namespace fragscope

@@ -1,0 +1,100 @@
+#include "fragscope/allocator/oom_report.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "fragscope/allocator/size.hpp"
+
+namespace fragscope {
+
+OomCause ClassifyOom(const traces::OomRecord& n, bool backing_refused) {
+  if (n.rounded > n.limit) return OomCause::kRequestTooLarge;
+  if (n.in_use + n.rounded > n.limit) return OomCause::kCapacity;
+  if (backing_refused) return OomCause::kBacking;
+  // Here in_use + rounded <= limit, so free_in_regions + headroom >= rounded: enough bytes in
+  // total, none of them contiguous enough.
+  return OomCause::kFragmentation;
+}
+
+OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
+                      bool backing_refused) {
+  OomReport report;
+  report.device = device;
+  report.numbers = numbers;
+  report.numbers.cause = ClassifyOom(numbers, backing_refused);
+  const traces::OomRecord& n = report.numbers;
+  const std::string rounded = FormatBytes(n.rounded);
+  switch (n.cause) {
+    case OomCause::kRequestTooLarge:
+      report.explanation = fmt::format(
+          "one request of {} alone exceeds the limit of {}", rounded, FormatBytes(n.limit));
+      report.suggestion = fmt::format(
+          "no policy can serve it: raise the limit to at least {} (with {} already in use: {}), "
+          "or split the tensor",
+          rounded, FormatBytes(n.in_use), FormatBytes(n.in_use + n.rounded));
+      break;
+    case OomCause::kCapacity:
+      report.explanation = fmt::format(
+          "live data ({} in use) plus the request ({}) exceed the limit of {} by {}",
+          FormatBytes(n.in_use), rounded, FormatBytes(n.limit),
+          FormatBytes(n.in_use + n.rounded - n.limit));
+      report.suggestion = fmt::format(
+          "no policy can fit it: hold less live data at this point (smaller batch, free tensors "
+          "sooner, check for a leak) or raise the limit to at least {}",
+          FormatBytes(n.in_use + n.rounded));
+      break;
+    case OomCause::kBacking:
+      report.explanation = fmt::format(
+          "the device refused a new region for {} although {} of the {} limit are reserved: the "
+          "device has less free memory than the limit assumes (another process holds it)",
+          rounded, FormatBytes(n.reserved), FormatBytes(n.limit));
+      report.suggestion = fmt::format(
+          "set the limit to what the device really has free, or stop the other process; at least "
+          "{} more must be available to the allocator",
+          FormatBytes(n.rounded > n.largest_free ? n.rounded - n.largest_free : 0));
+      break;
+    case OomCause::kFragmentation:
+      report.explanation = fmt::format(
+          "{} are free ({} inside {} regions, {} headroom below the limit) but the largest "
+          "contiguous range is {}, less than the request of {}",
+          FormatBytes(n.free_in_regions + n.headroom), FormatBytes(n.free_in_regions),
+          n.region_count, FormatBytes(n.headroom),
+          FormatBytes(std::max(n.largest_free, n.headroom)), rounded);
+      report.suggestion = fmt::format(
+          "raise the limit by {} so a new region fits (fragscope min-limit finds the smallest "
+          "limit by replay)",
+          FormatBytes(n.rounded - std::min(n.rounded, n.headroom)));
+      break;
+  }
+  return report;
+}
+
+std::string OomReport::Summary() const {
+  return fmt::format("out of memory on device {}: {}: {}", device, traces::ToString(cause()),
+                     explanation);
+}
+
+std::string OomReport::Describe() const {
+  const traces::OomRecord& n = numbers;
+  std::string out = Summary() + "\n";
+  auto row = [&out](std::string_view name, std::uint64_t bytes) {
+    out += fmt::format("  {:<18} {:>14}\n", name, FormatBytes(bytes));
+  };
+  row("request", n.request);
+  row("rounded", n.rounded);
+  row("limit", n.limit);
+  row("reserved", n.reserved);
+  row("in use", n.in_use);
+  row("live requested", n.live_requested);
+  row("free in regions", n.free_in_regions);
+  row("largest free", n.largest_free);
+  row("headroom", n.headroom);
+  out += fmt::format("  {:<18} {:>14}\n", "chunks", n.chunk_count);
+  out += fmt::format("  {:<18} {:>14}\n", "regions", n.region_count);
+  if (gc_ran) out += fmt::format("  gc ran and released {}\n", FormatBytes(gc_released));
+  out += "  suggestion: " + suggestion + "\n";
+  return out;
+}
+
+}  // namespace fragscope

@@ -1,0 +1,309 @@
+// The allocator conformance suite: every backing that works on this machine (sim, host; cuda, vmm
+// and async where a GPU is present) under every policy must pass the same behavioural checks.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/memory_system.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "support/device_memory.hpp"
+#include "support/recording_sink.hpp"
+
+namespace fragscope {
+namespace {
+
+struct PolicyCase {
+  const char* name;
+  const char* conf;
+};
+
+std::ostream& operator<<(std::ostream& os, const PolicyCase& c) { return os << c.conf; }
+
+const PolicyCase kCases[] = {
+    {"sim_growth", "backing=sim,capacity=4GiB,limit=1GiB"},
+    {"sim_no_growth", "backing=sim,capacity=4GiB,limit=1GiB,growth=off"},
+    {"sim_preallocate", "backing=sim,capacity=4GiB,limit=1GiB,preallocate=0.25"},
+    {"sim_expandable", "backing=sim,capacity=4GiB,limit=1GiB,expandable=on"},
+    {"sim_no_gc", "backing=sim,capacity=4GiB,limit=1GiB,gc=off"},
+    {"sim_passthrough", "backing=sim,capacity=4GiB,limit=1GiB,passthrough=on"},
+    {"sim_virtual_devices", "backing=sim,capacity=4GiB,virtual_devices=1GiB+512MiB"},
+    {"host_growth", "backing=host,capacity=8GiB,limit=1GiB"},
+    {"host_no_growth", "backing=host,capacity=8GiB,limit=1GiB,growth=off"},
+    {"host_preallocate", "backing=host,capacity=8GiB,limit=1GiB,preallocate=0.125"},
+    {"host_expandable", "backing=host,capacity=8GiB,limit=1GiB,expandable=on"},
+    {"host_passthrough", "backing=host,capacity=8GiB,limit=1GiB,passthrough=on"},
+    {"host_virtual_devices", "backing=host,capacity=8GiB,virtual_devices=1GiB+512MiB"},
+    {"cuda_growth", "backing=cuda,limit=1GiB"},
+    {"cuda_passthrough", "backing=cuda,limit=1GiB,passthrough=on"},
+    {"vmm_growth", "backing=vmm,limit=1GiB"},
+    {"vmm_expandable", "backing=vmm,limit=1GiB,expandable=on"},
+    {"async_passthrough", "backing=async,limit=1GiB,passthrough=on"},
+};
+
+class Conformance : public ::testing::TestWithParam<PolicyCase> {
+ protected:
+  void SetUp() override {
+    const AllocConf conf = ParseAllocConf(GetParam().conf);
+    if (conf.backing == BackingKind::kCuda || conf.backing == BackingKind::kVmm ||
+        conf.backing == BackingKind::kAsync) {
+      std::string why;
+      if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << "no GPU for " << GetParam().conf << ": " << why;
+    }
+    system_ = MemorySystem::Create(conf);
+  }
+  DeviceAllocator& allocator() { return system_->device(0); }
+  const BackingInfo& info() { return system_->backing().info(); }
+
+  std::unique_ptr<MemorySystem> system_;
+};
+
+TEST_P(Conformance, SizesAreRoundedAndAligned) {
+  const std::uint64_t sizes[] = {0, 1, 255, 256, 257, 1000, 4096, MiB + 1, 37 * MiB};
+  std::uint64_t rounded_sum = 0, requested_sum = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+  for (std::uint64_t size : sizes) {
+    void* ptr = allocator().Allocate(size);
+    ASSERT_NE(ptr, nullptr);
+    const auto address = reinterpret_cast<std::uint64_t>(ptr);
+    EXPECT_EQ(address % 256, 0u) << "size " << size;
+    spans.emplace_back(address, RoundUp(size));
+    rounded_sum += RoundUp(size);
+    requested_sum += size;
+    allocator().CheckInvariants();
+  }
+  const AllocatorStats stats = allocator().Stats();
+  EXPECT_EQ(stats.allocations, std::size(sizes));
+  EXPECT_EQ(stats.live_requested, requested_sum);
+  if (!system_->conf().passthrough) {
+    EXPECT_EQ(stats.in_use, rounded_sum);
+  } else {
+    EXPECT_GE(stats.in_use, rounded_sum);  // passthrough rounds to the backing's granularity
+  }
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    EXPECT_LE(spans[i - 1].first + spans[i - 1].second, spans[i].first) << "allocations overlap";
+  }
+  for (const auto& [address, size] : spans) allocator().Free(reinterpret_cast<void*>(address));
+  allocator().CheckInvariants();
+}
+
+TEST_P(Conformance, RandomChurnKeepsDataAndNeverOverlaps) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> log_size(std::log(256.0), std::log(16.0 * MiB));
+  struct Live { std::uint64_t size; std::uint64_t seed; };
+  std::map<std::uint64_t, Live> live;  // by address
+  for (int op = 0; op < 20000; ++op) {
+    const bool allocate = live.size() < 8 || (live.size() < 200 && rng() % 2 == 0);
+    if (allocate) {
+      const auto size = static_cast<std::uint64_t>(std::exp(log_size(rng)));
+      OomReport report;
+      void* ptr = allocator().TryAllocate(size, {}, &report);
+      if (ptr == nullptr) continue;  // the limit is allowed to bite; the state must stay valid
+      const auto address = reinterpret_cast<std::uint64_t>(ptr);
+      auto next = live.lower_bound(address);
+      if (next != live.end()) {
+        ASSERT_LE(address + size, next->first) << "overlaps the next allocation";
+      }
+      if (next != live.begin()) {
+        auto prev = std::prev(next);
+        ASSERT_LE(prev->first + prev->second.size, address) << "overlaps the previous allocation";
+      }
+      testing::WritePattern(info(), ptr, size, static_cast<std::uint64_t>(op));
+      live.emplace(address, Live{size, static_cast<std::uint64_t>(op)});
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      void* ptr = reinterpret_cast<void*>(it->first);
+      ASSERT_TRUE(testing::CheckPattern(info(), ptr, it->second.size, it->second.seed))
+          << "data of the allocation at " << ptr << " changed";
+      allocator().Free(ptr);
+      live.erase(it);
+    }
+    if (op % 97 == 0) allocator().CheckInvariants();
+  }
+  for (const auto& [address, l] : live) {
+    ASSERT_TRUE(testing::CheckPattern(info(), reinterpret_cast<void*>(address), l.size, l.seed));
+    allocator().Free(reinterpret_cast<void*>(address));
+  }
+  allocator().CheckInvariants();
+  EXPECT_EQ(allocator().Stats().in_use, 0u);
+}
+
+TEST_P(Conformance, StatsTrackCurrentAndPeak) {
+  void* a = allocator().Allocate(3 * MiB);
+  void* b = allocator().Allocate(1000);
+  AllocatorStats stats = allocator().Stats();
+  const std::uint64_t both = stats.in_use;
+  EXPECT_EQ(stats.live_requested, 3 * MiB + 1000);
+  EXPECT_EQ(stats.allocations, 2u);
+  EXPECT_GE(stats.reserved, stats.in_use);
+  allocator().Free(a);
+  stats = allocator().Stats();
+  EXPECT_EQ(stats.live_requested, 1000u);
+  EXPECT_EQ(stats.peak_live_requested, 3 * MiB + 1000);
+  EXPECT_EQ(stats.peak_in_use, both);
+  EXPECT_EQ(stats.peak_allocations, 2u);
+  EXPECT_EQ(stats.total_allocs, 2u);
+  EXPECT_EQ(stats.total_frees, 1u);
+  EXPECT_LE(stats.utilization(), 1.0);
+  EXPECT_GE(stats.external_fragmentation(), 0.0);
+  EXPECT_LT(stats.external_fragmentation(), 1.0);
+  allocator().ResetPeaks();
+  EXPECT_EQ(allocator().Stats().peak_live_requested, 1000u);
+  allocator().Free(b);
+  allocator().CheckInvariants();
+}
+
+TEST_P(Conformance, LimitIsNeverExceededAndOomLeavesStateUsable) {
+  std::vector<void*> held;
+  OomReport report;
+  for (;;) {
+    void* ptr = allocator().TryAllocate(8 * MiB, {}, &report);
+    if (ptr == nullptr) break;
+    held.push_back(ptr);
+    ASSERT_LE(allocator().Stats().reserved, allocator().limit());
+    ASSERT_LT(held.size(), 10000u) << "the limit never bit";
+  }
+  const AllocatorStats stats = allocator().Stats();
+  EXPECT_LE(stats.reserved, allocator().limit());
+  EXPECT_LE(held.size() * 8 * MiB, allocator().limit());
+  EXPECT_GE(held.size() * 8 * MiB + 8 * MiB + 16 * MiB, allocator().limit())
+      << "more than two requests' worth of the limit went unused";
+  EXPECT_EQ(report.numbers.in_use, stats.in_use);
+  EXPECT_EQ(report.numbers.reserved, stats.reserved);
+  EXPECT_EQ(report.numbers.limit, allocator().limit());
+  EXPECT_TRUE(report.cause() == OomCause::kCapacity || report.cause() == OomCause::kFragmentation)
+      << traces::ToString(report.cause());
+  EXPECT_FALSE(report.explanation.empty());
+  EXPECT_FALSE(report.suggestion.empty());
+  ASSERT_TRUE(allocator().LastOom().has_value());
+  EXPECT_EQ(allocator().LastOom()->numbers.rounded, 8 * MiB);
+  EXPECT_THROW(allocator().Allocate(8 * MiB), OutOfMemory);
+  allocator().CheckInvariants();
+  // Every live allocation survived; after freeing one, the same request fits again.
+  allocator().Free(held.back());
+  held.pop_back();
+  void* again = allocator().Allocate(8 * MiB);
+  held.push_back(again);
+  for (void* ptr : held) allocator().Free(ptr);
+  allocator().CheckInvariants();
+  EXPECT_EQ(allocator().Stats().in_use, 0u);
+}
+
+TEST_P(Conformance, InvalidAndDoubleFreeRaiseAndChangeNothing) {
+  void* a = allocator().Allocate(4096);
+  void* b = allocator().Allocate(4096);
+  allocator().Free(a);
+  const AllocatorStats before = allocator().Stats();
+  EXPECT_THROW(allocator().Free(a), InvalidFree);                       // double free
+  EXPECT_THROW(allocator().Free(static_cast<char*>(b) + 256), InvalidFree);  // inside
+  EXPECT_THROW(allocator().Free(reinterpret_cast<void*>(0x10)), InvalidFree);
+  EXPECT_THROW(allocator().Free(nullptr), InvalidFree);
+  try {
+    allocator().Free(a);
+  } catch (const InvalidFree& error) {
+    EXPECT_EQ(error.ptr(), a);
+    EXPECT_NE(std::string(error.what()).find("invalid free"), std::string::npos) << error.what();
+  }
+  const AllocatorStats after = allocator().Stats();
+  EXPECT_EQ(after.in_use, before.in_use);
+  EXPECT_EQ(after.reserved, before.reserved);
+  EXPECT_EQ(after.allocations, before.allocations);
+  allocator().CheckInvariants();
+  allocator().Free(b);
+}
+
+TEST_P(Conformance, FreeingEverythingAndGcReturnsAllMemory) {
+  std::vector<void*> ptrs;
+  for (int i = 0; i < 50; ++i) ptrs.push_back(allocator().Allocate((static_cast<std::uint64_t>(i) + 1) * 300 * KiB));
+  for (void* ptr : ptrs) allocator().Free(ptr);
+  AllocatorStats stats = allocator().Stats();
+  EXPECT_EQ(stats.in_use, 0u);
+  EXPECT_EQ(stats.live_requested, 0u);
+  EXPECT_EQ(stats.allocations, 0u);
+  for (const RegionView& region : allocator().Snapshot().regions) {
+    if (region.size == 0) continue;  // an expandable region with nothing mapped
+    EXPECT_EQ(region.chunks.size(), 1u) << "free chunks of region " << region.address
+                                        << " were not coalesced";
+  }
+  allocator().ReleaseFreeRegions();
+  allocator().CheckInvariants();
+  stats = allocator().Stats();
+  // An expandable region keeps its address space but no mapped page.
+  EXPECT_EQ(stats.reserved, 0u);
+}
+
+TEST_P(Conformance, EventsDescribeEveryOperation) {
+  testing::RecordingSink sink;
+  allocator().SetSink(&sink);
+  const std::size_t initial = sink.events().size();  // regions that existed before (preallocation)
+  const traces::TagId tag = sink.Intern("layer1.conv/activation");
+  void* a = allocator().Allocate(1000, {.stream = 7, .tag = tag});
+  allocator().Mark("step 0 begin");
+  allocator().Free(a);
+  allocator().SetSink(nullptr);
+  allocator().Allocate(5);  // not recorded
+
+  std::vector<traces::Event> events = sink.events();
+  events.erase(events.begin(), events.begin() + static_cast<long>(initial));
+  std::vector<traces::Event> allocs, frees, markers;
+  for (const auto& e : events) {
+    if (e.type == traces::EventType::kAlloc) allocs.push_back(e);
+    if (e.type == traces::EventType::kFree) frees.push_back(e);
+    if (e.type == traces::EventType::kMarker) markers.push_back(e);
+  }
+  ASSERT_EQ(allocs.size(), 1u);
+  ASSERT_EQ(frees.size(), 1u);
+  ASSERT_EQ(markers.size(), 1u);
+  EXPECT_EQ(allocs[0].address, reinterpret_cast<std::uint64_t>(a));
+  EXPECT_EQ(allocs[0].size, 1000u);
+  EXPECT_GE(allocs[0].rounded, 1024u);
+  EXPECT_EQ(allocs[0].stream, 7u);
+  EXPECT_EQ(sink.Name(allocs[0].tag), "layer1.conv/activation");
+  EXPECT_NE(allocs[0].alloc_id, 0u);
+  EXPECT_NE(allocs[0].region, 0u);
+  EXPECT_EQ(frees[0].alloc_id, allocs[0].alloc_id);
+  EXPECT_EQ(frees[0].address, allocs[0].address);
+  EXPECT_EQ(sink.Name(markers[0].tag), "step 0 begin");
+  EXPECT_LT(allocs[0].seq, markers[0].seq);
+  EXPECT_LT(markers[0].seq, frees[0].seq);
+  EXPECT_LE(allocs[0].time_ns, frees[0].time_ns);
+  // The region holding the allocation was announced before it.
+  bool announced = false;
+  for (const auto& e : sink.events()) {
+    if (e.type == traces::EventType::kRegionReserve && e.address <= allocs[0].address &&
+        allocs[0].address < e.address + e.size && e.seq < allocs[0].seq) {
+      announced = true;
+    }
+  }
+  EXPECT_TRUE(announced);
+}
+
+TEST_P(Conformance, VirtualDevicesHaveTheirOwnLimits) {
+  if (system_->device_count() < 2) GTEST_SKIP() << "one device in " << GetParam().conf;
+  DeviceAllocator& second = system_->device(1);
+  EXPECT_EQ(second.device(), 1u);
+  EXPECT_EQ(second.limit(), 512 * MiB);
+  void* big = allocator().Allocate(900 * MiB);  // fits device 0 (1 GiB) only
+  EXPECT_THROW(second.Allocate(600 * MiB), OutOfMemory);
+  void* small = second.Allocate(400 * MiB);
+  EXPECT_EQ(system_->backing().held(), allocator().Stats().reserved + second.Stats().reserved)
+      << "both devices take their regions from the one backing";
+  EXPECT_EQ(second.Stats().live_requested, 400 * MiB);
+  EXPECT_EQ(allocator().Stats().live_requested, 900 * MiB);
+  EXPECT_THROW(second.Free(big), InvalidFree);
+  second.Free(small);
+  allocator().Free(big);
+  second.CheckInvariants();
+  allocator().CheckInvariants();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackingsAndPolicies, Conformance, ::testing::ValuesIn(kCases),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace fragscope

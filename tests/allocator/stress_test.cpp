@@ -1,0 +1,84 @@
+// Seeded random stress: a million operations per policy over sizes from 256 B to 512 MiB
+// (log-uniform), with the full invariant checker after every single operation.
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/memory_system.hpp"
+#include "fragscope/allocator/size.hpp"
+
+namespace fragscope {
+namespace {
+
+struct StressCase {
+  const char* name;
+  const char* conf;
+  int operations;
+};
+
+std::ostream& operator<<(std::ostream& os, const StressCase& c) { return os << c.conf; }
+
+const StressCase kCases[] = {
+    {"sim_growth", "backing=sim,capacity=80GiB,limit=4GiB", 1'000'000},
+    {"sim_no_growth", "backing=sim,capacity=80GiB,limit=4GiB,growth=off", 1'000'000},
+    {"sim_preallocate", "backing=sim,capacity=8GiB,limit=4GiB,preallocate=0.5", 1'000'000},
+    {"sim_expandable", "backing=sim,capacity=80GiB,limit=4GiB,expandable=on", 1'000'000},
+    {"sim_no_gc", "backing=sim,capacity=80GiB,limit=4GiB,gc=off", 1'000'000},
+    {"sim_passthrough", "backing=sim,capacity=80GiB,limit=4GiB,passthrough=on", 1'000'000},
+    {"sim_virtual_device", "backing=sim,capacity=80GiB,virtual_devices=4GiB+4GiB", 1'000'000},
+    {"host_growth", "backing=host,capacity=16GiB,limit=4GiB", 200'000},
+};
+
+class Stress : public ::testing::TestWithParam<StressCase> {};
+
+TEST_P(Stress, MillionOperationsWithInvariantsAfterEach) {
+  auto system = MemorySystem::Create(ParseAllocConf(GetParam().conf));
+  DeviceAllocator& allocator = system->device(system->device_count() - 1);
+  std::mt19937_64 rng(20261121);
+  std::uniform_real_distribution<double> log_size(std::log(256.0), std::log(512.0 * MiB));
+  std::vector<void*> live;
+  std::uint64_t allocations = 0, ooms = 0, frees = 0;
+  for (int op = 0; op < GetParam().operations; ++op) {
+    // Keep about 48 allocations alive: the mean size (~37 MiB) then fills a good part of 4 GiB,
+    // so growth, gc and OOM paths all run.
+    const bool allocate = live.empty() || (live.size() < 96 && rng() % 2 == 0);
+    if (allocate) {
+      const auto size = static_cast<std::uint64_t>(std::exp(log_size(rng)));
+      OomReport report;
+      void* ptr = allocator.TryAllocate(size, {}, &report);
+      if (ptr != nullptr) {
+        live.push_back(ptr);
+        ++allocations;
+      } else {
+        ++ooms;
+        ASSERT_LE(report.numbers.reserved, report.numbers.limit);
+        ASSERT_FALSE(report.explanation.empty());
+      }
+    } else {
+      const std::size_t index = rng() % live.size();
+      std::swap(live[index], live.back());
+      allocator.Free(live.back());
+      live.pop_back();
+      ++frees;
+    }
+    allocator.CheckInvariants();
+  }
+  for (void* ptr : live) allocator.Free(ptr);
+  allocator.CheckInvariants();
+  const AllocatorStats stats = allocator.Stats();
+  EXPECT_EQ(stats.in_use, 0u);
+  EXPECT_EQ(stats.total_allocs, allocations);
+  EXPECT_EQ(stats.total_ooms, ooms);
+  EXPECT_GT(allocations, static_cast<std::uint64_t>(GetParam().operations) / 3);
+  EXPECT_GT(frees, 0u);
+  std::cout << GetParam().name << ": " << allocations << " allocations, " << ooms << " OOMs, peak reserved "
+            << FormatBytes(stats.peak_reserved) << ", " << stats.region_reserves << " region reserves\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, Stress, ::testing::ValuesIn(kCases),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace fragscope
