@@ -599,7 +599,9 @@ TEST(MakeBackingTest, EveryKind) {
   EXPECT_EQ(MakeBacking(Conf(BackingKind::kHost))->info().kind, BackingKind::kHost);
   std::string why;
   const bool gpu = CudaDeviceAvailable(&why);
-  if (!gpu) EXPECT_FALSE(why.empty());
+  if (!gpu) {
+    EXPECT_FALSE(why.empty());
+  }
   for (BackingKind kind : {BackingKind::kCuda, BackingKind::kVmm, BackingKind::kAsync}) {
     SCOPED_TRACE(std::string(ToString(kind)));
     if (gpu) {

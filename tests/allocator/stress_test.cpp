@@ -28,7 +28,8 @@ const StressCase kCases[] = {
     {"sim_no_gc", "backing=sim,capacity=80GiB,limit=4GiB,gc=off", 1'000'000},
     {"sim_passthrough", "backing=sim,capacity=80GiB,limit=4GiB,passthrough=on", 1'000'000},
     {"sim_virtual_device", "backing=sim,capacity=80GiB,virtual_devices=4GiB+4GiB", 1'000'000},
-    {"host_growth", "backing=host,capacity=16GiB,limit=4GiB", 200'000},
+    {"host_growth", "backing=host,capacity=16GiB,limit=4GiB", 1'000'000},
+    {"host_expandable", "backing=host,capacity=16GiB,limit=4GiB,expandable=on", 1'000'000},
 };
 
 class Stress : public ::testing::TestWithParam<StressCase> {};

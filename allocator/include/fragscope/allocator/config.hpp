@@ -23,7 +23,7 @@ struct AllocConf {
   std::uint64_t external_use = 0;          // sim/host: bytes other processes hold (simulated)
   bool growth = true;                      // regions start at 2 MiB and double
   double preallocate = 0.0;                // fraction of capacity reserved at start; 0 = off
-  std::optional<std::uint64_t> limit;      // most the allocator may reserve; default: capacity
+  std::optional<std::uint64_t> limit;      // most the allocator may reserve; default: capacity - external_use
   std::vector<std::uint64_t> virtual_devices;  // one limit per logical device; empty = one device
   bool gc = true;                          // on failure release empty regions and retry
   bool expandable = false;                 // one region that grows in place (sim, host, vmm)

@@ -15,11 +15,11 @@ namespace fragscope {
 // bytes).
 std::optional<std::uint64_t> ParseSize(std::string_view text);
 
-// "0 B", "768 B", "1.50 KiB", "512.00 MiB", "6.00 GiB": three significant decimals at most, binary
-// units.
+// "0 B", "768 B", "1.50 KiB", "512.00 MiB", "6.00 GiB": binary units, two decimals from KiB up.
 std::string FormatBytes(std::uint64_t bytes);
 
-// Shortest exact form that ParseSize reads back: "2GiB", "768MiB", "1000".
+// Exact form that ParseSize reads back, in the largest binary unit that divides the size:
+// "2GiB", "768MiB", "1536KiB", "1000".
 std::string FormatSizeExact(std::uint64_t bytes);
 
 inline constexpr std::uint64_t KiB = 1024;

@@ -1,0 +1,259 @@
+// The allocator's hot path: free one live chunk and allocate a new one in its place, with 100,
+// 10,000 and 100,000 chunks live; and glibc malloc/free on the very same operation sequence.
+//
+// Two workloads (see docs/performance.md, "Allocator hot path"):
+//   wide:   sizes log-uniform in [256 B, 64 MiB]. fragscope only: its live set (about 5 MiB a chunk,
+//           500 GiB at 100,000 chunks) is address space on the `sim` backing, but glibc would have
+//           to sbrk it.
+//   shared: sizes log-uniform in [256 B, 256 KiB] (about 37 KiB a chunk, 3.6 GiB at 100,000
+//           chunks). fragscope and glibc run the identical sequence.
+//
+// Every run: allocate the live set, run a warm-up churn (so the allocator holds its regions and the
+// free lists are in a steady state), then the timed loop: each iteration frees slot `index` and
+// allocates `size` into it, taking (index, size) from a sequence of 2^20 operations generated before
+// timing (cycled). Nothing ever reads or writes the memory returned: sim addresses are not memory.
+//
+// glibc: main() turns mmap and trimming off (M_MMAP_MAX=0, M_TRIM_THRESHOLD=max) before anything
+// runs, so every malloc/free stays on glibc's user-space heap path (tcache, fast and small bins,
+// unsorted and large bins, top chunk) and never makes a system call once the heap has grown.
+//
+// Counters: Time is per iteration = one free + one allocate ("pair"); ns_per_op is per operation
+// (one allocate or one free, i.e. half a pair, from CPU time); items_per_second counts operations.
+#include <malloc.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/device_allocator.hpp"
+#include "fragscope/allocator/memory_system.hpp"
+#include "fragscope/allocator/stats.hpp"
+
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
+
+// One step of the churn: free slot `index`, allocate `size` bytes into it.
+struct Op {
+  std::uint64_t size;
+  std::uint32_t index;
+  std::uint32_t pad;
+};
+static_assert(sizeof(Op) == 16);
+
+constexpr std::size_t kOpsLog2 = 20;
+constexpr std::size_t kOps = std::size_t{1} << kOpsLog2;  // the timed sequence, cycled
+constexpr std::size_t kOpsMask = kOps - 1;
+constexpr std::uint64_t kSeed = 0x66726167'73636f70ULL;  // "fragscop"
+
+struct SizeRange {
+  const char* name;
+  std::uint64_t min;
+  std::uint64_t max;
+};
+constexpr SizeRange kWide{"wide", 256, 64 * MiB};
+constexpr SizeRange kShared{"shared", 256, 256 * KiB};
+
+// fragscope on the sim backing: address space only. 16 TiB holds the wide live set (about 500 GiB
+// at 100,000 chunks) many times over, whatever the fragmentation; defaults otherwise (growth on, gc
+// on).
+constexpr const char* kFragscopeConf = "backing=sim,capacity=16TiB,limit=16TiB";
+
+struct Workload {
+  std::vector<std::uint64_t> initial;  // the live set: one size per slot
+  std::vector<Op> ops;                 // kOps operations
+  std::size_t warm_ops = 0;            // ops[0, warm_ops) are the warm-up churn; timing starts there
+};
+
+// Log-uniform integer sizes in [min, max]: exp of a uniform draw between the logs.
+class SizeGen {
+ public:
+  SizeGen(SizeRange range, std::uint64_t seed)
+      : rng_(seed),
+        range_(range),
+        dist_(std::log(static_cast<double>(range.min)),
+              std::log(static_cast<double>(range.max) + 1.0)) {}
+  std::uint64_t Size() {
+    const auto s = static_cast<std::uint64_t>(std::exp(dist_(rng_)));
+    return std::clamp(s, range_.min, range_.max);
+  }
+  std::uint32_t Index(std::size_t live) {
+    return static_cast<std::uint32_t>(std::uniform_int_distribution<std::size_t>(0, live - 1)(rng_));
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  SizeRange range_;
+  std::uniform_real_distribution<double> dist_;
+};
+
+// Generated once per (range, live) and shared by every run that uses it, so that fragscope and
+// glibc see the identical sequence.
+const Workload& GetWorkload(SizeRange range, std::size_t live) {
+  static std::map<std::pair<std::uint64_t, std::size_t>, std::unique_ptr<Workload>> cache;
+  auto& slot = cache[{range.max, live}];
+  if (!slot) {
+    auto w = std::make_unique<Workload>();
+    SizeGen gen(range, kSeed ^ (range.max * 0x9e3779b97f4a7c15ULL) ^ live);
+    w->initial.resize(live);
+    for (auto& s : w->initial) s = gen.Size();
+    w->ops.resize(kOps);
+    for (auto& op : w->ops) {
+      op.index = gen.Index(live);
+      op.size = gen.Size();
+      op.pad = 0;
+    }
+    // Enough churn that every slot has been replaced a few times.
+    w->warm_ops = std::min(kOps / 2, std::max<std::size_t>(std::size_t{1} << 18, 4 * live));
+    slot = std::move(w);
+  }
+  return *slot;
+}
+
+void SetOpCounters(benchmark::State& state, std::size_t live) {
+  // Two operations (one free, one allocate) per iteration.
+  state.SetItemsProcessed(2 * static_cast<std::int64_t>(state.iterations()));
+  // rate (per CPU second) of 2e-9 per iteration, inverted: CPU nanoseconds per operation.
+  state.counters["ns_per_op"] =
+      benchmark::Counter(2e-9, benchmark::Counter::kIsIterationInvariantRate |
+                                   benchmark::Counter::kInvert);
+  state.counters["live"] = static_cast<double>(live);
+}
+
+double ResidentMiB() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * 4096.0 / static_cast<double>(MiB);
+}
+
+void BM_Fragscope(benchmark::State& state, SizeRange range) {
+  const auto live = static_cast<std::size_t>(state.range(0));
+  const Workload& w = GetWorkload(range, live);
+  auto system = fragscope::MemorySystem::Create(fragscope::ParseAllocConf(kFragscopeConf));
+  fragscope::DeviceAllocator& alloc = system->device(0);
+  const fragscope::AllocOptions options{};
+
+  std::vector<void*> slots(live, nullptr);
+  for (std::size_t i = 0; i < live; ++i) slots[i] = alloc.Allocate(w.initial[i], options);
+  std::size_t pos = 0;
+  for (; pos < w.warm_ops; ++pos) {
+    const Op& op = w.ops[pos];
+    alloc.Free(slots[op.index]);
+    slots[op.index] = alloc.Allocate(op.size, options);
+  }
+  const fragscope::AllocatorStats before = alloc.Stats();
+
+  for (auto _ : state) {
+    const Op& op = w.ops[pos & kOpsMask];
+    ++pos;
+    alloc.Free(slots[op.index]);
+    void* p = alloc.TryAllocate(op.size, options, nullptr);
+    benchmark::DoNotOptimize(p);
+    slots[op.index] = p;
+    if (p == nullptr) [[unlikely]] {
+      state.SkipWithError("fragscope: out of memory in the timed loop");
+      break;
+    }
+  }
+
+  const fragscope::AllocatorStats after = alloc.Stats();
+  SetOpCounters(state, live);
+  state.counters["regions"] = static_cast<double>(after.regions);
+  state.counters["chunks"] = static_cast<double>(after.chunks);
+  state.counters["free_chunks"] = static_cast<double>(after.free_chunks);
+  state.counters["reserved_GiB"] = static_cast<double>(after.reserved) / static_cast<double>(1024 * MiB);
+  state.counters["new_regions"] =
+      static_cast<double>(after.region_reserves - before.region_reserves);
+  for (void* p : slots)
+    if (p != nullptr) alloc.Free(p);
+}
+
+void BM_Glibc(benchmark::State& state, SizeRange range) {
+  const auto live = static_cast<std::size_t>(state.range(0));
+  const Workload& w = GetWorkload(range, live);
+
+  std::vector<void*> slots(live, nullptr);
+  bool failed = false;
+  for (std::size_t i = 0; i < live && !failed; ++i) {
+    slots[i] = std::malloc(w.initial[i]);
+    failed = slots[i] == nullptr;
+  }
+  std::size_t pos = 0;
+  for (; pos < w.warm_ops && !failed; ++pos) {
+    const Op& op = w.ops[pos];
+    std::free(slots[op.index]);
+    slots[op.index] = std::malloc(op.size);
+    failed = slots[op.index] == nullptr;
+  }
+  if (failed) state.SkipWithError("glibc: malloc failed while building the live set");
+
+  for (auto _ : state) {
+    const Op& op = w.ops[pos & kOpsMask];
+    ++pos;
+    std::free(slots[op.index]);
+    void* p = std::malloc(op.size);
+    benchmark::DoNotOptimize(p);
+    slots[op.index] = p;
+    if (p == nullptr) [[unlikely]] {
+      state.SkipWithError("glibc: malloc failed in the timed loop");
+      break;
+    }
+  }
+
+  SetOpCounters(state, live);
+  state.counters["rss_MiB"] = ResidentMiB();
+  for (void* p : slots) std::free(p);
+}
+
+void Register() {
+  constexpr std::array<std::int64_t, 3> kLive{100, 10'000, 100'000};
+  auto add = [&](const std::string& name, void (*fn)(benchmark::State&, SizeRange),
+                 SizeRange range) {
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn, range);
+    b->ArgName("live");
+    for (std::int64_t n : kLive) b->Arg(n);
+  };
+  add("fragscope/wide_256B-64MiB", BM_Fragscope, kWide);
+  add("fragscope/shared_256B-256KiB", BM_Fragscope, kShared);
+  add("glibc/shared_256B-256KiB", BM_Glibc, kShared);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // glibc's heap-only path: no mmap for large requests and no trimming of the top of the heap, set
+  // before anything allocates.
+  const bool mmap_off = mallopt(M_MMAP_MAX, 0) == 1;
+  const bool trim_off = mallopt(M_TRIM_THRESHOLD, -1) == 1;  // (size_t)-1: never trim
+  if (!mmap_off || !trim_off) {
+    std::fprintf(stderr, "alloc_bench: mallopt failed (mmap off: %d, trim off: %d)\n", mmap_off,
+                 trim_off);
+    return 1;
+  }
+  benchmark::AddCustomContext("glibc_malloc", "M_MMAP_MAX=0, M_TRIM_THRESHOLD=max");
+  benchmark::AddCustomContext("fragscope_conf", kFragscopeConf);
+  benchmark::AddCustomContext("ops_sequence", "2^20 (index, size) pairs, pre-generated, cycled");
+
+  Register();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

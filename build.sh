@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# fragscope's one entry point for people and CI: installs what is missing, builds, runs.
+#
+#   ./build.sh run        install dependencies, build, run the main job
+#   ./build.sh test       install dependencies, build, run the whole test suite
+#   ./build.sh sanitize   ASan+UBSan and TSan builds of the allocator tests
+#   ./build.sh bench      build and run the benchmarks (not part of the test suite)
+#   ./build.sh deps       only install the Debian packages
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian 12 packages the build and the tests need. The CUDA toolkit is not a Debian package here:
+# it is found when installed (nvcc on the PATH or in /usr/local/cuda) and the CUDA parts are off
+# otherwise.
+PACKAGES=(
+  cmake ninja-build g++ pkg-config
+  libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libzstd-dev libboost-dev
+  libgtest-dev libbenchmark-dev
+)
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+deps() {
+  local missing=()
+  for package in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$package")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  log "installing ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "error: need root (or sudo) to install: ${missing[*]}" >&2; exit 2; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+cuda_path() {
+  # Make nvcc findable for find_package(CUDAToolkit) on machines that have it but not on PATH.
+  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+}
+
+build() {  # build PRESET [TARGET...]
+  local preset=$1
+  shift
+  cuda_path
+  log "configuring and building ($preset)"
+  cmake --preset "$preset" >/dev/null
+  if [ $# -gt 0 ]; then
+    cmake --build --preset "$preset" --target "$@"
+  else
+    cmake --build --preset "$preset"
+  fi
+}
+
+case "${1:-help}" in
+  deps)
+    deps
+    ;;
+  run)
+    deps
+    build release fragscope-alloc-demo
+    log "main job: training-like workload on the default allocator (sim backing, growth, gc)"
+    ./build/release/allocator/fragscope-alloc-demo "${@:2}"
+    ;;
+  test)
+    deps
+    build release
+    log "test suite"
+    ctest --preset release
+    ;;
+  sanitize)
+    deps
+    build asan
+    log "allocator tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+    ctest --preset asan
+    build tsan
+    log "allocator tests under ThreadSanitizer"
+    ctest --preset tsan
+    ;;
+  bench)
+    deps
+    build release alloc_bench
+    ./build/release/bench/alloc_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "${@:2}"
+    ;;
+  help|-h|--help)
+    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    ;;
+  *)
+    echo "error: unknown command '$1' (try: ./build.sh help)" >&2
+    exit 2
+    ;;
+esac
