@@ -123,24 +123,4 @@ bool CudaDeviceAvailable(std::string* why) {
 #endif
 }
 
-namespace detail {
-
-// Test support for device memory, reachable without CUDA headers: tests/allocator/backing_test.cpp
-// declares it and calls it only when CudaDeviceAvailable is true. Fills `bytes` at `ptr` on
-// `device` with `pattern`, reads them back and compares.
-bool DeviceMemoryRoundTrip(int device, void* ptr, std::uint64_t bytes, std::uint8_t pattern,
-                           std::string* error) {
-#if FRAGSCOPE_HAVE_CUDA
-  return cuda::FillAndVerify(device, ptr, bytes, pattern, error);
-#else
-  (void)device;
-  (void)ptr;
-  (void)bytes;
-  (void)pattern;
-  if (error != nullptr) *error = "this build has no CUDA support";
-  return false;
-#endif
-}
-
-}  // namespace detail
 }  // namespace fragscope

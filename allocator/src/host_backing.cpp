@@ -47,7 +47,8 @@ HostBacking::HostBacking(const AllocConf& conf) {
   if (capacity == 0) throw ConfigError("capacity", "capacity must be more than 0 bytes");
   if (conf.external_use >= capacity) {
     throw ConfigError("external_use",
-                      fmt::format("external_use={} leaves nothing of the {} host capacity",
+                      fmt::format("external_use={} leaves nothing of the {} host capacity; it must be less "
+                                  "than capacity",
                                   FormatBytes(conf.external_use), FormatBytes(capacity)));
   }
   info_.kind = BackingKind::kHost;

@@ -99,12 +99,12 @@ SimBacking::SimBacking(const AllocConf& conf) {
   if (capacity == 0) throw ConfigError("capacity", "capacity must be more than 0 bytes");
   if (conf.external_use >= capacity) {
     throw ConfigError("external_use",
-                      fmt::format("external_use={} leaves nothing of the {} device (capacity={})",
-                                  FormatBytes(conf.external_use), FormatBytes(capacity),
-                                  FormatBytes(capacity)));
+                      fmt::format("external_use={} leaves nothing of the sim device's {} "
+                                  "capacity; it must be less than capacity",
+                                  FormatBytes(conf.external_use), FormatBytes(capacity)));
   }
   info_.kind = BackingKind::kSim;
-  info_.device_name = "sim";
+  info_.device_name = "simulated device";
   info_.device_ordinal = 0;
   info_.capacity = capacity;
   info_.granularity = kRegionGranularity;

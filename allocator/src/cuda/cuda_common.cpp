@@ -197,27 +197,4 @@ void CheckDriver(CUresult result, const char* api, const std::string& context) {
   if (result != CUDA_SUCCESS) ThrowDriver(result, api, context);
 }
 
-bool FillAndVerify(int device, void* ptr, std::uint64_t bytes, std::uint8_t pattern,
-                   std::string* error) {
-  try {
-    ScopedDevice guard(device);
-    Check(cudaMemset(ptr, pattern, bytes), "cudaMemset");
-    std::vector<std::uint8_t> host(bytes);
-    Check(cudaMemcpy(host.data(), ptr, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    for (std::size_t i = 0; i < host.size(); ++i) {
-      if (host[i] != pattern) {
-        if (error != nullptr) {
-          *error = fmt::format("byte {} of {} reads {:#04x}, expected {:#04x}", i, bytes, host[i],
-                               pattern);
-        }
-        return false;
-      }
-    }
-    return true;
-  } catch (const BackingError& e) {
-    if (error != nullptr) *error = e.what();
-    return false;
-  }
-}
-
 }  // namespace fragscope::cuda

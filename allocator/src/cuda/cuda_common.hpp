@@ -81,9 +81,4 @@ std::string DriverErrorText(CUresult result);
 void CheckDriver(CUresult result, const char* api, const std::string& context = {});
 [[noreturn]] void ThrowDriver(CUresult result, const char* api, const std::string& context = {});
 
-// Test support: cudaMemset `bytes` at `ptr` (device memory of `device`) to `pattern`, copies them
-// back and compares. Returns false with `error` set on a mismatch or a CUDA error.
-bool FillAndVerify(int device, void* ptr, std::uint64_t bytes, std::uint8_t pattern,
-                   std::string* error);
-
 }  // namespace fragscope::cuda
