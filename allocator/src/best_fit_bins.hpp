@@ -18,8 +18,9 @@ class BestFitBins {
  public:
   static constexpr int kBinCount = 56;  // 256 B << 55 = 8 EiB: every 64-bit size has a bin
 
+  // floor(log2(size / 256)); the `| 1` maps sizes below 256 to bin 0 without a branch.
   static int BinIndex(std::uint64_t size) {
-    return 63 - std::countl_zero(size >> 8);  // size >= 256
+    return static_cast<int>(std::bit_width((size >> 8) | 1)) - 1;
   }
 
   BestFitBins() = default;

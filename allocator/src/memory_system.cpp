@@ -1,5 +1,6 @@
 #include "fragscope/allocator/memory_system.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -92,6 +93,28 @@ std::string MemorySystem::Describe() const {
   }
   return fmt::format("{} ({}, {}), {}, limit {}", ToString(info.kind), info.device_name,
                      FormatBytes(info.capacity), policy, limits);
+}
+
+traces::TraceHeader MemorySystem::MakeTraceHeader(const std::string& producer) const {
+  traces::TraceHeader header;
+  header.producer = producer;
+  header.source_format = "fragscope";
+  header.alloc_conf = conf_.ToString();
+  header.created_unix_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  const BackingInfo& info = backing_->info();
+  for (const auto& device : devices_) {
+    traces::DeviceDescription description;
+    description.index = device->device();
+    description.name = info.device_name;
+    description.backing = std::string(ToString(info.kind));
+    description.capacity = info.capacity;
+    description.limit = device->limit();
+    header.devices.push_back(std::move(description));
+  }
+  return header;
 }
 
 void MemorySystem::SetSink(traces::EventSink* sink) {

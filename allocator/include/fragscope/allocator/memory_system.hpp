@@ -10,6 +10,7 @@
 #include "fragscope/allocator/backing.hpp"
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
+#include "fragscope/traces/trace_header.hpp"
 
 namespace fragscope {
 
@@ -33,6 +34,9 @@ class MemorySystem {
   std::string Describe() const;
 
   void SetSink(traces::EventSink* sink);
+  // The header a trace of this run carries: producer, canonical configuration, one device
+  // description per (virtual) device with its limit.
+  traces::TraceHeader MakeTraceHeader(const std::string& producer) const;
 
  private:
   MemorySystem() = default;

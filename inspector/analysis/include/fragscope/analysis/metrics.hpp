@@ -1,0 +1,33 @@
+// The metrics of DESIGN.md, defined once. Every report, replay, comparison and panel uses these.
+//   peak LOAD       max over time of live requested bytes: the lower bound any allocator needs
+//   overhead        peak reserved / peak LOAD (1.00 is perfect)
+//   utilization at peak   in use / reserved at the moment of peak reserved
+//   external fragmentation   1 - largest free chunk / free bytes in regions
+//   internal waste  in use - live requested
+#pragma once
+
+#include <cstdint>
+
+#include "fragscope/allocator/stats.hpp"  // ExternalFragmentation, Utilization
+
+namespace fragscope::analysis {
+
+// Peak figures of one device over a whole trace or replay.
+struct DeviceMetrics {
+  std::uint32_t device = 0;
+  std::uint64_t peak_load = 0;
+  std::uint64_t peak_in_use = 0;
+  std::uint64_t peak_reserved = 0;
+  double utilization_at_peak = 1.0;      // in_use / reserved when reserved was at its peak
+  double fragmentation_at_peak = 0.0;    // external fragmentation when reserved was at its peak
+  std::uint64_t peak_internal_waste = 0;
+  std::uint64_t allocations = 0;         // alloc events
+  std::uint64_t ooms = 0;
+
+  double overhead() const { return Overhead(peak_reserved, peak_load); }
+  static double Overhead(std::uint64_t peak_reserved, std::uint64_t peak_load) {
+    return peak_load == 0 ? 0.0 : static_cast<double>(peak_reserved) / static_cast<double>(peak_load);
+  }
+};
+
+}  // namespace fragscope::analysis

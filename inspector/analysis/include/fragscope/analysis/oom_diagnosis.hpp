@@ -1,0 +1,27 @@
+// The diagnosis of one OOM, recorded in a trace or met in a replay: the allocator's report (cause,
+// explanation, suggestion) plus what only a trace can tell: the free holes nearest in size to the
+// request at that moment, and the smallest limit at which the same policy runs the whole trace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "fragscope/allocator/oom_report.hpp"
+
+namespace fragscope::analysis {
+
+struct Hole {
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+};
+
+struct OomDiagnosis {
+  std::uint64_t seq = 0;            // sequence number of the oom event (in the trace or replay)
+  std::uint64_t event_index = 0;    // index in the trace's event order
+  OomReport report;                 // device, numbers, cause, explanation, suggestion
+  std::vector<Hole> nearest_holes;  // up to 5 free holes closest in size to the request, largest first
+  std::optional<std::uint64_t> min_limit;  // smallest limit that runs the trace (when computed)
+};
+
+}  // namespace fragscope::analysis

@@ -1,0 +1,58 @@
+// Replay: run a trace's allocation sequence through any allocator configuration on a simulated
+// device, record what happens, find the first OOM, or find the smallest limit that fits.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/stats.hpp"
+#include "fragscope/analysis/allocation_sequence.hpp"
+#include "fragscope/analysis/metrics.hpp"
+#include "fragscope/analysis/oom_diagnosis.hpp"
+
+namespace fragscope::analysis {
+
+struct ReplayOptions {
+  AllocConf conf;                          // the backing is always sim in a replay
+  std::optional<std::uint64_t> capacity;   // sim device size; default: conf.capacity, else the
+                                           // trace's device capacity, else 80 GiB
+  bool continue_past_oom = false;          // false: stop at the first OOM
+  traces::EventSink* record = nullptr;     // receives the replay's own events (a new trace)
+  Progress progress;                       // (ops done, ops total)
+};
+
+struct DeviceReplay {
+  DeviceMetrics metrics;          // peaks of the replay, by the one definition
+  AllocatorStats final_stats;
+  std::vector<OomDiagnosis> ooms; // nearest holes filled; min_limit not computed here
+  std::uint64_t skipped_frees = 0;  // frees of allocations that failed with OOM
+};
+
+struct ReplayResult {
+  std::uint64_t ops_replayed = 0;
+  bool stopped_at_oom = false;
+  double seconds = 0;
+  std::vector<DeviceReplay> devices;  // one per device of the sequence, same order
+  const DeviceReplay* Device(std::uint32_t device) const {
+    for (const auto& d : devices) if (d.metrics.device == device) return &d;
+    return nullptr;
+  }
+};
+
+// Throws ConfigError when the configuration does not fit the simulated device.
+ReplayResult Replay(const AllocationSequence& sequence, const ReplayOptions& options);
+
+struct MinLimitResult {
+  std::uint64_t min_limit = 0;   // runs without OOM; min_limit - 1 MiB OOMs (or is below peak LOAD)
+  std::uint64_t peak_load = 0;   // the lower bound any allocator needs (largest device)
+  std::uint32_t replays = 0;     // how many replays the bisection took
+  bool fits_at_all = true;       // false when even the capacity is not enough
+};
+
+// Bisects the limit to 1 MiB: the smallest limit at which `conf` runs the whole sequence (every
+// device under the same limit, or each virtual device scaled alike). Throws ConfigError.
+MinLimitResult FindMinLimit(const AllocationSequence& sequence, const ReplayOptions& options);
+
+}  // namespace fragscope::analysis

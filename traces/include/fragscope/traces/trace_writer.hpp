@@ -1,0 +1,53 @@
+// Records events to a fragscope trace file (".fst"): binary, versioned, in self-contained blocks,
+// each checksummed and zstd-compressed. docs/trace-format.md gives every byte.
+//
+// Record() only copies the event into the current block's buffer; a full block is encoded,
+// compressed and written by a background thread, so the allocator's lock is held for a copy. A
+// process killed at any moment leaves a file whose complete blocks all read back.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fragscope/traces/event.hpp"
+#include "fragscope/traces/tag_table.hpp"
+#include "fragscope/traces/trace_header.hpp"
+
+namespace fragscope::traces {
+
+struct TraceWriterOptions {
+  std::uint32_t block_events = 65536;  // events per block: the most a crash can lose
+  int compression_level = 3;           // zstd level
+  bool background = true;              // encode and write blocks on a background thread
+};
+
+class TraceWriter final : public EventSink {
+ public:
+  // Creates (truncates) `path` and writes the file header. Throws TraceError naming the path when
+  // the file cannot be created.
+  TraceWriter(const std::string& path, const TraceHeader& header,
+              const TraceWriterOptions& options = {});
+  ~TraceWriter() override;  // Close(); errors are logged, not thrown
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // EventSink: assigns `event.seq` (one counter for every allocator writing here) and buffers it.
+  void Record(Event& event) override;
+  TagId Intern(std::string_view text) override;
+
+  // Writes the current partial block and waits until every block is on disk (fflush).
+  void Flush();
+  // Flush and close; further Record calls are ignored. Throws TraceError on a write error.
+  void Close();
+
+  std::uint64_t events_written() const;  // events in blocks already on disk
+  std::uint64_t bytes_written() const;   // file size so far
+  const std::string& path() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fragscope::traces
