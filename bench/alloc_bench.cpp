@@ -2,25 +2,27 @@
 // 10,000 and 100,000 chunks live; and glibc malloc/free on the very same operation sequence.
 //
 // Two workloads (see docs/performance.md, "Allocator hot path"):
-//   wide:   sizes log-uniform in [256 B, 64 MiB]. fragscope only: its live set (about 5 MiB a chunk,
-//           500 GiB at 100,000 chunks) is address space on the `sim` backing, but glibc would have
-//           to sbrk it.
+//   wide:   sizes log-uniform in [256 B, 64 MiB]. fragscope only: its live set (about 5 MiB a
+//           chunk, 500 GiB at 100,000 chunks) is address space on the `sim` backing, but glibc
+//           would have to sbrk it.
 //   shared: sizes log-uniform in [256 B, 256 KiB] (about 37 KiB a chunk, 3.6 GiB at 100,000
 //           chunks). fragscope and glibc run the identical sequence.
 //
-// Every run: allocate the live set, run a warm-up churn (so the allocator holds its regions and the
-// free lists are in a steady state), then the timed loop: each iteration frees slot `index` and
-// allocates `size` into it, taking (index, size) from a sequence of 2^20 operations generated before
-// timing (cycled). Nothing ever reads or writes the memory returned: sim addresses are not memory.
+// Every run: allocate the live set, run a warm-up churn (so the allocator holds its regions and
+// the free lists are in a steady state), then the timed loop: each iteration frees slot `index`
+// and allocates `size` into it, taking (index, size) from a sequence of 2^20 operations generated
+// before timing (cycled). Nothing ever reads or writes the memory returned: sim addresses are not
+// memory.
 //
-// glibc: main() turns mmap and trimming off (M_MMAP_MAX=0, M_TRIM_THRESHOLD=max) before anything
-// runs, so every malloc/free stays on glibc's user-space heap path (tcache, fast and small bins,
-// unsorted and large bins, top chunk) and never makes a system call once the heap has grown.
+// glibc: main() turns mmap and trimming off (M_MMAP_MAX=0, M_TRIM_THRESHOLD=max) before any
+// benchmark runs, so every malloc/free stays on glibc's user-space heap path (tcache, fast and
+// small bins, unsorted and large bins, top chunk) and never makes a system call once the heap has
+// grown.
 //
 // Counters: Time is per iteration = one free + one allocate ("pair"); per_op is per operation (one
 // allocate or one free, i.e. half a pair, from CPU time); items_per_second counts operations;
 // faults_per_pair counts the page faults taken in the timed loop (glibc writes chunk headers into
-// its heap, so it faults pages in as the heap is first used; fragscope's sim backing has no memory).
+// its heap, so it faults pages in as the heap is first used; the sim backing has no memory).
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -42,6 +44,7 @@
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
 #include "fragscope/allocator/memory_system.hpp"
+#include "fragscope/allocator/oom_report.hpp"
 #include "fragscope/allocator/stats.hpp"
 
 namespace {
@@ -63,12 +66,11 @@ constexpr std::size_t kOpsMask = kOps - 1;
 constexpr std::uint64_t kSeed = 0x66726167'73636f70ULL;  // "fragscop"
 
 struct SizeRange {
-  const char* name;
   std::uint64_t min;
   std::uint64_t max;
 };
-constexpr SizeRange kWide{"wide", 256, 64 * MiB};
-constexpr SizeRange kShared{"shared", 256, 256 * KiB};
+constexpr SizeRange kWide{256, 64 * MiB};
+constexpr SizeRange kShared{256, 256 * KiB};
 
 // fragscope on the sim backing: address space only. 16 TiB holds the wide live set (about 500 GiB
 // at 100,000 chunks) many times over, whatever the fragmentation; defaults otherwise (growth on, gc
@@ -78,7 +80,7 @@ constexpr const char* kFragscopeConf = "backing=sim,capacity=16TiB,limit=16TiB";
 struct Workload {
   std::vector<std::uint64_t> initial;  // the live set: one size per slot
   std::vector<Op> ops;                 // kOps operations
-  std::size_t warm_ops = 0;            // ops[0, warm_ops) are the warm-up churn; timing starts there
+  std::size_t warm_ops = 0;            // ops[0, warm_ops): the warm-up churn; timing starts there
 };
 
 // Log-uniform integer sizes in [min, max]: exp of a uniform draw between the logs.
@@ -94,7 +96,8 @@ class SizeGen {
     return std::clamp(s, range_.min, range_.max);
   }
   std::uint32_t Index(std::size_t live) {
-    return static_cast<std::uint32_t>(std::uniform_int_distribution<std::size_t>(0, live - 1)(rng_));
+    std::uniform_int_distribution<std::size_t> slot(0, live - 1);
+    return static_cast<std::uint32_t>(slot(rng_));
   }
 
  private:
@@ -171,16 +174,20 @@ void BM_Fragscope(benchmark::State& state, SizeRange range) {
   }
   const fragscope::AllocatorStats before = alloc.Stats();
   const std::int64_t faults_before = MinorFaults();
+  // Written only on OOM; declared outside the loop so that the loop constructs nothing.
+  fragscope::OomReport report;
+  std::string error;
 
   for (auto _ : state) {
     const Op& op = w.ops[pos & kOpsMask];
     ++pos;
     alloc.Free(slots[op.index]);
-    void* p = alloc.TryAllocate(op.size, options, nullptr);
+    void* p = alloc.TryAllocate(op.size, options, &report);
     benchmark::DoNotOptimize(p);
     slots[op.index] = p;
     if (p == nullptr) [[unlikely]] {
-      state.SkipWithError("fragscope: out of memory in the timed loop");
+      error = "fragscope: " + report.Summary();
+      state.SkipWithError(error.c_str());
       break;
     }
   }
@@ -191,7 +198,8 @@ void BM_Fragscope(benchmark::State& state, SizeRange range) {
   state.counters["regions"] = static_cast<double>(after.regions);
   state.counters["chunks"] = static_cast<double>(after.chunks);
   state.counters["free_chunks"] = static_cast<double>(after.free_chunks);
-  state.counters["reserved_GiB"] = static_cast<double>(after.reserved) / static_cast<double>(1024 * MiB);
+  state.counters["reserved_GiB"] =
+      static_cast<double>(after.reserved) / static_cast<double>(1024 * MiB);
   state.counters["new_regions"] =
       static_cast<double>(after.region_reserves - before.region_reserves);
   for (void* p : slots)
@@ -253,7 +261,7 @@ void Register() {
 
 int main(int argc, char** argv) {
   // glibc's heap-only path: no mmap for large requests and no trimming of the top of the heap, set
-  // before anything allocates.
+  // before any benchmark runs.
   const bool mmap_off = mallopt(M_MMAP_MAX, 0) == 1;
   const bool trim_off = mallopt(M_TRIM_THRESHOLD, -1) == 1;  // (size_t)-1: never trim
   if (!mmap_off || !trim_off) {

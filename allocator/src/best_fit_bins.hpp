@@ -1,7 +1,12 @@
-// Free chunks in power-of-two size classes. Bin k holds free chunks of size [256 * 2^k,
-// 256 * 2^(k+1)), ordered by (size, address), so the first chunk of a bin at or above a size is the
-// best fit with the lowest address among equals. A bitmap of non-empty bins finds the next class up
-// in one instruction. Nothing here allocates: the sets are intrusive.
+// Free chunks by size, for best fit. The size classes are the powers of two of DESIGN.md: class k
+// holds free chunks of size [256 * 2^k, 256 * 2^(k+1)). Each class is split into 64 linear
+// sub-classes (fewer for the smallest classes, which hold fewer distinct sizes), and each
+// sub-class is an intrusive tree ordered by (size, address). Sub-classes partition the sizes in
+// order, so the first chunk at or above a size in its sub-class, or else the first chunk of the next
+// non-empty sub-class, is still the exact best fit with the lowest address among equals — while
+// each tree stays a handful of chunks deep, which is what keeps the hot path's cache misses down.
+// Two levels of bitmaps find the next non-empty sub-class in two instructions. Nothing here
+// allocates.
 #pragma once
 
 #include <array>
@@ -16,11 +21,19 @@ namespace fragscope::bfc {
 
 class BestFitBins {
  public:
-  static constexpr int kBinCount = 56;  // 256 B << 55 = 8 EiB: every 64-bit size has a bin
+  static constexpr int kBinCount = 56;  // 256 B << 55 = 8 EiB: every 64-bit size has a class
+  static constexpr int kSubBits = 6;
+  static constexpr int kSubCount = 1 << kSubBits;
 
-  // floor(log2(size / 256)); the `| 1` maps sizes below 256 to bin 0 without a branch.
+  // The power-of-two class: floor(log2(size / 256)); `| 1` maps sizes below 256 to class 0.
   static int BinIndex(std::uint64_t size) {
     return static_cast<int>(std::bit_width((size >> 8) | 1)) - 1;
+  }
+  // The sub-class inside BinIndex(size): the next kSubBits bits after the leading one.
+  static int SubIndex(std::uint64_t size, int bin) {
+    const std::uint64_t units = (size >> 8) | 1;
+    const int shift = bin > kSubBits ? bin - kSubBits : 0;
+    return static_cast<int>((units >> shift) - (std::uint64_t{1} << (bin - shift)));
   }
 
   BestFitBins() = default;
@@ -28,23 +41,70 @@ class BestFitBins {
   BestFitBins& operator=(const BestFitBins&) = delete;
   ~BestFitBins() { Clear(); }
 
-  void Insert(Chunk* chunk);
-  void Erase(Chunk* chunk);
+  void Insert(Chunk* chunk) {
+    const int bin = BinIndex(chunk->size);
+    const int sub = SubIndex(chunk->size, bin);
+    trees_[bin][sub].insert(*chunk);
+    sub_mask_[bin] |= std::uint64_t{1} << sub;
+    bin_mask_ |= std::uint64_t{1} << bin;
+    ++count_;
+  }
+
+  void Erase(Chunk* chunk) {
+    const int bin = BinIndex(chunk->size);
+    const int sub = SubIndex(chunk->size, bin);
+    Tree& tree = trees_[bin][sub];
+    tree.erase(tree.iterator_to(*chunk));
+    if (tree.empty()) {
+      sub_mask_[bin] &= ~(std::uint64_t{1} << sub);
+      if (sub_mask_[bin] == 0) bin_mask_ &= ~(std::uint64_t{1} << bin);
+    }
+    --count_;
+  }
+
   void Clear();
 
   // The smallest free chunk of at least `size` bytes, lowest address on ties; nullptr if none.
-  Chunk* FindBestFit(std::uint64_t size) const;
+  Chunk* FindBestFit(std::uint64_t size) const {
+    const int bin = BinIndex(size);
+    const int sub = SubIndex(size, bin);
+    const std::uint64_t subs = sub_mask_[bin];
+    if (subs & (std::uint64_t{1} << sub)) {
+      // Only this sub-class can hold chunks that are still too small.
+      const Tree& tree = trees_[bin][sub];
+      auto it = tree.lower_bound(size, SizeKey{});
+      if (it != tree.end()) return const_cast<Chunk*>(&*it);
+    }
+    // Every chunk of a higher sub-class fits; the first chunk of the lowest one is the best fit.
+    const std::uint64_t higher_subs = sub + 1 < kSubCount ? subs & (~std::uint64_t{0} << (sub + 1)) : 0;
+    if (higher_subs != 0) return First(bin, std::countr_zero(higher_subs));
+    const std::uint64_t higher_bins = bin + 1 < kBinCount ? bin_mask_ & (~std::uint64_t{0} << (bin + 1)) : 0;
+    if (higher_bins == 0) return nullptr;
+    const int next = std::countr_zero(higher_bins);
+    return First(next, std::countr_zero(sub_mask_[next]));
+  }
+
   // The largest free chunk; nullptr if none.
-  Chunk* Largest() const;
+  Chunk* Largest() const {
+    if (bin_mask_ == 0) return nullptr;
+    const int bin = 63 - std::countl_zero(bin_mask_);
+    const int sub = 63 - std::countl_zero(sub_mask_[bin]);
+    return const_cast<Chunk*>(&*trees_[bin][sub].rbegin());
+  }
 
   std::uint64_t free_chunks() const { return count_; }
-  std::uint64_t nonempty_mask() const { return nonempty_; }
+  // Bit k set <=> power-of-two class k holds a free chunk.
+  std::uint64_t nonempty_mask() const { return bin_mask_; }
+  std::uint64_t nonempty_subs(int bin) const { return sub_mask_[bin]; }
 
-  // For the invariant checker, the snapshot and histograms: visits bin by bin, ascending.
+  // For the invariant checker, the snapshot and histograms: visits class by class, sub-class by
+  // sub-class, ascending: fn(bin, sub, chunk).
   template <typename Fn>
   void ForEach(Fn&& fn) const {
     for (int bin = 0; bin < kBinCount; ++bin) {
-      for (const Chunk& chunk : bins_[bin]) fn(bin, chunk);
+      for (int sub = 0; sub < kSubCount; ++sub) {
+        for (const Chunk& chunk : trees_[bin][sub]) fn(bin, sub, chunk);
+      }
     }
   }
 
@@ -58,14 +118,17 @@ class BestFitBins {
     bool operator()(const Chunk& a, std::uint64_t size) const { return a.size < size; }
     bool operator()(std::uint64_t size, const Chunk& a) const { return size < a.size; }
   };
-  using Bin = boost::intrusive::set<
+  using Tree = boost::intrusive::set<
       Chunk,
       boost::intrusive::member_hook<Chunk, Chunk::BinHook, &Chunk::bin_hook>,
       boost::intrusive::compare<BySizeThenAddress>,
       boost::intrusive::constant_time_size<false>>;
 
-  std::array<Bin, kBinCount> bins_{};
-  std::uint64_t nonempty_ = 0;  // bit k set <=> bins_[k] not empty
+  Chunk* First(int bin, int sub) const { return const_cast<Chunk*>(&*trees_[bin][sub].begin()); }
+
+  std::array<std::array<Tree, kSubCount>, kBinCount> trees_{};
+  std::array<std::uint64_t, kBinCount> sub_mask_{};  // bit s of [k]: sub-class (k, s) not empty
+  std::uint64_t bin_mask_ = 0;                        // bit k: class k not empty
   std::uint64_t count_ = 0;
 };
 

@@ -13,7 +13,7 @@ namespace fragscope::bfc {
 void* BfcAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions& options,
                                 OomReport* report) {
   const std::uint64_t rounded = RoundUp(bytes);
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   if (Chunk* chunk = bins_.FindBestFit(rounded)) [[likely]] {
     return Carve(chunk, rounded, bytes, options);
   }
@@ -66,7 +66,7 @@ void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t req
 
 void BfcAllocator::Free(void* ptr) {
   const auto address = reinterpret_cast<std::uint64_t>(ptr);
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   Chunk* chunk = live_.Erase(address);
   if (chunk == nullptr) [[unlikely]] ThrowInvalidFree(ptr);  // state untouched
 

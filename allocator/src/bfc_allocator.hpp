@@ -16,6 +16,7 @@
 #include "fragscope/allocator/backing.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
 #include "pointer_table.hpp"
+#include "spin_lock.hpp"
 
 namespace fragscope::bfc {
 
@@ -89,7 +90,7 @@ class BfcAllocator final : public DeviceAllocator {
   ExpandableBacking* expandable_backing_ = nullptr;
   const BfcOptions options_;
 
-  mutable std::mutex mutex_;
+  mutable SpinLock lock_;  // the one lock: every public call takes it
   BestFitBins bins_;
   PointerTable live_;
   ChunkPool pool_;

@@ -1,4 +1,6 @@
 // Reading the BFC allocator: stats, snapshots, the invariant checker, and event emission.
+#include <array>
+
 #include <fmt/format.h>
 
 #include "bfc_allocator.hpp"
@@ -7,7 +9,7 @@
 namespace fragscope::bfc {
 
 AllocatorStats BfcAllocator::Stats() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   AllocatorStats stats = stats_;
   stats.chunks = chunk_count_;
   stats.free_chunks = bins_.free_chunks();
@@ -17,7 +19,7 @@ AllocatorStats BfcAllocator::Stats() const {
 }
 
 void BfcAllocator::ResetPeaks() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   stats_.peak_in_use = stats_.in_use;
   stats_.peak_reserved = stats_.reserved;
   stats_.peak_live_requested = stats_.live_requested;
@@ -28,7 +30,7 @@ void BfcAllocator::ResetPeaks() {
 }
 
 std::optional<OomReport> BfcAllocator::LastOom() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   return last_oom_;
 }
 
@@ -36,7 +38,7 @@ AllocatorSnapshot BfcAllocator::Snapshot() const {
   AllocatorSnapshot snapshot;
   snapshot.stats = Stats();
   snapshot.device = options_.device;
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   snapshot.regions.reserve(regions_.size());
   for (const auto& [base, region] : regions_) {
     RegionView& view = snapshot.regions.emplace_back();
@@ -53,7 +55,7 @@ AllocatorSnapshot BfcAllocator::Snapshot() const {
 }
 
 void BfcAllocator::CheckInvariants() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   CheckInvariantsLocked();
 }
 
@@ -136,17 +138,20 @@ void BfcAllocator::CheckInvariantsLocked() const {
 
   std::uint64_t binned = 0;
   std::uint64_t nonempty = 0;
+  std::array<std::uint64_t, BestFitBins::kBinCount> nonempty_subs{};
   const Chunk* previous = nullptr;
-  bins_.ForEach([&](int bin, const Chunk& chunk) {
+  // Sub-classes partition the sizes in order, so the whole visit is ascending by (size, address).
+  bins_.ForEach([&](int bin, int sub, const Chunk& chunk) {
     ++binned;
     nonempty |= std::uint64_t{1} << bin;
+    nonempty_subs[static_cast<std::size_t>(bin)] |= std::uint64_t{1} << sub;
     if (chunk.in_use()) Violation(dev, "bin {} holds live chunk {:#x}", bin, chunk.address);
-    if (BestFitBins::BinIndex(chunk.size) != bin) {
-      Violation(dev, "chunk {:#x} of {} bytes is in bin {}", chunk.address, chunk.size, bin);
+    if (BestFitBins::BinIndex(chunk.size) != bin || BestFitBins::SubIndex(chunk.size, bin) != sub) {
+      Violation(dev, "chunk {:#x} of {} bytes is in class ({}, {})", chunk.address, chunk.size, bin, sub);
     }
-    if (previous != nullptr && BestFitBins::BinIndex(previous->size) == bin &&
+    if (previous != nullptr &&
         !(previous->size < chunk.size || (previous->size == chunk.size && previous->address < chunk.address))) {
-      Violation(dev, "bin {} is not ordered by (size, address) at {:#x}", bin, chunk.address);
+      Violation(dev, "bins are not ordered by (size, address) at {:#x}", chunk.address);
     }
     auto it = regions_.find(chunk.region != nullptr ? chunk.region->base : 0);
     if (it == regions_.end() || it->second.get() != chunk.region) {
@@ -154,6 +159,12 @@ void BfcAllocator::CheckInvariantsLocked() const {
     }
     previous = &chunk;
   });
+  for (int bin = 0; bin < BestFitBins::kBinCount; ++bin) {
+    if (nonempty_subs[static_cast<std::size_t>(bin)] != bins_.nonempty_subs(bin)) {
+      Violation(dev, "sub-class bitmap of bin {} is {:#x}, holds {:#x}", bin, bins_.nonempty_subs(bin),
+                nonempty_subs[static_cast<std::size_t>(bin)]);
+    }
+  }
   if (binned != free_chunks) Violation(dev, "bins hold {} chunks, regions {} free chunks", binned, free_chunks);
   if (binned != bins_.free_chunks()) Violation(dev, "bins count {} chunks, hold {}", bins_.free_chunks(), binned);
   if (nonempty != bins_.nonempty_mask()) Violation(dev, "bin bitmap {:#x} != non-empty bins {:#x}", bins_.nonempty_mask(), nonempty);
@@ -184,7 +195,7 @@ void BfcAllocator::CheckInvariantsLocked() const {
 }
 
 void BfcAllocator::SetSink(traces::EventSink* sink) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   sink_ = sink;
   if (sink_ == nullptr) return;
   // A trace must stand on its own: record what exists before the first new event.
@@ -199,7 +210,7 @@ void BfcAllocator::SetSink(traces::EventSink* sink) {
 }
 
 void BfcAllocator::Mark(std::string_view name) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   if (sink_ == nullptr) return;
   traces::Event event;
   event.type = traces::EventType::kMarker;

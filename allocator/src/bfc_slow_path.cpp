@@ -214,7 +214,7 @@ Region* BfcAllocator::AddRegion(std::uint64_t base, std::uint64_t size) {
 }
 
 std::uint64_t BfcAllocator::ReleaseFreeRegions() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard guard(lock_);
   return ReleaseFreeRegionsLocked();
 }
 
