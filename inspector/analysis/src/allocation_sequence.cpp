@@ -1,1 +1,246 @@
-// (being written)
+// Building the compact allocation sequence of a trace: one pass over the events, frees matched to
+// the live allocation at the same (device, address) through an open-addressing hash table.
+#include "fragscope/analysis/allocation_sequence.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace fragscope::analysis {
+namespace {
+
+using traces::Event;
+using traces::EventType;
+
+// (device, address) -> the live allocation there. Linear probing, backward-shift deletion, grown at
+// half load, so inserts and erases are O(1) and allocate only when the live set doubles.
+class LiveTable {
+ public:
+  struct Entry {
+    std::uint64_t address = 0;
+    std::uint64_t alloc_id = 0;
+    std::uint64_t size = 0;
+    std::uint32_t device = 0;
+    std::uint32_t allocation = AllocationOp::kNoAllocation;  // kNoAllocation: empty slot
+    traces::TagId tag = traces::kNoTag;
+  };
+
+  LiveTable() { Rehash(1024); }
+
+  Entry* Find(std::uint32_t device, std::uint64_t address) {
+    for (std::size_t i = Home(device, address);; i = (i + 1) & mask_) {
+      Entry& entry = slots_[i];
+      if (entry.allocation == AllocationOp::kNoAllocation) return nullptr;
+      if (entry.address == address && entry.device == device) return &entry;
+    }
+  }
+
+  // Precondition: no entry for (device, address).
+  void Insert(const Entry& entry) {
+    if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.size() * 2);
+    std::size_t i = Home(entry.device, entry.address);
+    while (slots_[i].allocation != AllocationOp::kNoAllocation) i = (i + 1) & mask_;
+    slots_[i] = entry;
+    ++size_;
+  }
+
+  // Precondition: `entry` points into this table.
+  void Erase(Entry* entry) {
+    std::size_t hole = static_cast<std::size_t>(entry - slots_.data());
+    for (std::size_t j = (hole + 1) & mask_; slots_[j].allocation != AllocationOp::kNoAllocation;
+         j = (j + 1) & mask_) {
+      const std::size_t home = Home(slots_[j].device, slots_[j].address);
+      if (((j - home) & mask_) >= ((j - hole) & mask_)) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole] = Entry{};
+    --size_;
+  }
+
+  std::size_t size() const { return size_; }
+
+ private:
+  std::size_t Home(std::uint32_t device, std::uint64_t address) const {
+    // Addresses are at least 256-aligned in practice; a multiplicative hash spreads the high bits.
+    const std::uint64_t key = address ^ (std::uint64_t{device} << 56) ^ device;
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
+  }
+
+  void Rehash(std::size_t capacity) {
+    std::vector<Entry> old = std::move(slots_);
+    slots_.assign(capacity, Entry{});
+    mask_ = capacity - 1;
+    shift_ = 64 - std::countr_zero(capacity);
+    size_ = 0;
+    for (const Entry& entry : old) {
+      if (entry.allocation != AllocationOp::kNoAllocation) Insert(entry);
+    }
+  }
+
+  std::vector<Entry> slots_;
+  std::size_t mask_ = 0;
+  int shift_ = 0;
+  std::size_t size_ = 0;
+};
+
+// Devices in order of first appearance, with a one-entry cache: traces run long stretches on one
+// device.
+class DeviceSet {
+ public:
+  void Add(std::uint32_t device) {
+    if (device == last_ && !seen_.empty()) return;
+    last_ = device;
+    if (std::find(seen_.begin(), seen_.end(), device) == seen_.end()) seen_.push_back(device);
+  }
+  std::vector<std::uint32_t> Sorted() const {
+    std::vector<std::uint32_t> sorted = seen_;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  }
+
+ private:
+  std::vector<std::uint32_t> seen_;
+  std::uint32_t last_ = 0;
+};
+
+}  // namespace
+
+AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
+                                           const BlockSource& blocks,
+                                           const std::vector<std::string>* tags) {
+  AllocationSequence sequence;
+  sequence.header = header;
+  if (tags != nullptr) sequence.tags = *tags;
+
+  LiveTable live;
+  DeviceSet devices;
+  std::vector<Event> block;
+  std::uint64_t allocations = 0;
+  const auto push = [&](const AllocationOp& op, std::uint64_t time_ns) {
+    sequence.ops.push_back(op);
+    sequence.time_ns.push_back(time_ns);
+  };
+
+  while (blocks(&block)) {
+    for (const Event& event : block) {
+      switch (event.type) {
+        case EventType::kAlloc: {
+          if (allocations >= AllocationOp::kNoAllocation) {
+            throw std::length_error("trace holds more than 4294967294 allocations");
+          }
+          devices.Add(event.device);
+          if (LiveTable::Entry* old = live.Find(event.device, event.address)) {
+            // The address was handed out again without a free in between: the trace lost the free.
+            push(AllocationOp{old->size, event.seq, old->allocation, event.device, old->tag, true},
+                 event.time_ns);
+            live.Erase(old);
+            ++sequence.implicit_frees;
+          }
+          const auto index = static_cast<std::uint32_t>(allocations++);
+          live.Insert(LiveTable::Entry{event.address, event.alloc_id, event.size, event.device,
+                                       index, event.tag});
+          push(AllocationOp{event.size, event.seq, index, event.device, event.tag, false},
+               event.time_ns);
+          break;
+        }
+        case EventType::kFree: {
+          LiveTable::Entry* entry = live.Find(event.device, event.address);
+          if (entry == nullptr) {
+            ++sequence.unmatched_frees;
+            break;
+          }
+          if (event.alloc_id != 0 && entry->alloc_id != 0 && event.alloc_id != entry->alloc_id) {
+            ++sequence.alloc_id_mismatches;
+          }
+          push(AllocationOp{entry->size, event.seq, entry->allocation, event.device, entry->tag,
+                            true},
+               event.time_ns);
+          live.Erase(entry);
+          break;
+        }
+        case EventType::kOom: {
+          devices.Add(event.device);
+          const std::uint64_t request = event.oom.request != 0 ? event.oom.request : event.size;
+          push(AllocationOp{request, event.seq, AllocationOp::kNoAllocation, event.device,
+                            event.tag, false},
+               event.time_ns);
+          ++sequence.recorded_ooms;
+          break;
+        }
+        case EventType::kRegionReserve:
+        case EventType::kRegionRelease:
+        case EventType::kMarker:
+          break;
+      }
+    }
+    block.clear();
+  }
+
+  sequence.devices = devices.Sorted();
+  sequence.allocations = allocations;
+  sequence.never_freed = live.size();
+  if (sequence.unmatched_frees > 0) {
+    sequence.warnings.push_back(fmt::format(
+        "{} free event(s) name no live allocation (blocks allocated before recording started, or "
+        "a double free); they were dropped",
+        sequence.unmatched_frees));
+  }
+  if (sequence.alloc_id_mismatches > 0) {
+    sequence.warnings.push_back(fmt::format(
+        "{} free event(s) carry an alloc_id other than that of the live allocation at their "
+        "address; they were matched by address",
+        sequence.alloc_id_mismatches));
+  }
+  if (sequence.implicit_frees > 0) {
+    sequence.warnings.push_back(fmt::format(
+        "{} alloc event(s) reuse the address of a live allocation with no free in between; the "
+        "earlier allocation was taken as freed there",
+        sequence.implicit_frees));
+  }
+  return sequence;
+}
+
+std::vector<std::uint64_t> PeakLoadByDevice(const AllocationSequence& sequence) {
+  const std::size_t count = sequence.devices.size();
+  std::vector<std::uint64_t> live(count, 0), peak(count, 0);
+  std::vector<std::uint64_t> sizes(sequence.allocations, 0);
+  const auto slot = [&](std::uint32_t device) -> std::size_t {
+    auto it = std::lower_bound(sequence.devices.begin(), sequence.devices.end(), device);
+    if (it == sequence.devices.end() || *it != device) {
+      throw std::invalid_argument(fmt::format("op on device {} not listed in devices", device));
+    }
+    return static_cast<std::size_t>(it - sequence.devices.begin());
+  };
+  std::uint32_t last_device = 0;
+  std::size_t last_slot = count;  // none yet
+  for (const AllocationOp& op : sequence.ops) {
+    if (last_slot == count || op.device != last_device) {
+      last_slot = slot(op.device);
+      last_device = op.device;
+    }
+    std::uint64_t& load = live[last_slot];
+    if (op.allocation == AllocationOp::kNoAllocation) {  // a failed request: wanted for a moment
+      peak[last_slot] = std::max(peak[last_slot], load + op.size);
+      continue;
+    }
+    if (op.allocation >= sizes.size()) {
+      throw std::invalid_argument(fmt::format("op names allocation {} of {}", op.allocation,
+                                              sizes.size()));
+    }
+    if (op.is_free) {
+      load -= sizes[op.allocation];
+      sizes[op.allocation] = 0;
+    } else {
+      sizes[op.allocation] = op.size;
+      load += op.size;
+      peak[last_slot] = std::max(peak[last_slot], load);
+    }
+  }
+  return peak;
+}
+
+}  // namespace fragscope::analysis

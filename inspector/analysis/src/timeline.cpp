@@ -1,1 +1,163 @@
-// (being written)
+// The timeline model's public face. The work is in the private helpers:
+//   timeline_store.*  compact event records (40 B per event), rebuilt into traces::Event on demand
+//   timeline_pmap.*   the copy-on-write chunk map that keyframes share
+//   timeline_build.cpp the indexing pass: state, series pyramid, keyframes, peaks, warnings
+//   timeline_state.cpp StateAt: nearest keyframe + replay of at most K events
+//   timeline_series.cpp ValueAt and Downsample over the min/max pyramid
+// See timeline_impl.hpp for the memory layout and the keyframe policy.
+#include "fragscope/analysis/timeline.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "timeline_impl.hpp"
+
+namespace fragscope::analysis {
+
+using namespace timeline_detail;
+
+struct TimelineModel::Impl : ModelData {};
+
+TimelineModel::TimelineModel() : impl_(std::make_unique<Impl>()) {}
+TimelineModel::~TimelineModel() = default;
+
+std::unique_ptr<TimelineModel> TimelineModel::Build(const traces::TraceHeader& header,
+                                                    const BlockSource& blocks,
+                                                    const TimelineOptions& options) {
+  std::unique_ptr<TimelineModel> model(new TimelineModel());
+  Impl& m = *model->impl_;
+  m.header = header;
+  m.keyframe_interval = std::max<std::uint32_t>(1, options.keyframe_interval);
+
+  // Pass 1: every block once, into compact records.
+  std::vector<traces::Event> block;
+  while (blocks(&block)) {
+    for (const traces::Event& event : block) m.store.Append(event);
+    block.clear();
+  }
+  m.store.Finish();
+  if (options.tags != nullptr) m.tags = *options.tags;
+  if (options.source_warnings != nullptr) m.warnings = *options.source_warnings;
+
+  // Pass 2: over the records.
+  Index(m, options.keyframe_budget_bytes, options.progress);
+
+  // Devices: those with events and those the header describes.
+  for (std::uint32_t id : m.store.device_ids()) m.devices.push_back(id);
+  for (const auto& d : header.devices) m.devices.push_back(d.index);
+  std::sort(m.devices.begin(), m.devices.end());
+  m.devices.erase(std::unique(m.devices.begin(), m.devices.end()), m.devices.end());
+
+  // Utilization and fragmentation at the first event where reserved reached its peak.
+  for (DeviceData& d : m.device_data) {
+    if (d.peak_reserved_event == kNone) continue;
+    const MemoryState state = timeline_detail::StateAt(m, d.id, d.peak_reserved_event);
+    d.metrics.utilization_at_peak = Utilization(d.in_use_at_peak_reserved, d.metrics.peak_reserved);
+    d.metrics.fragmentation_at_peak = ExternalFragmentation(state.largest_hole, state.free_in_regions);
+  }
+  return model;
+}
+
+const traces::TraceHeader& TimelineModel::header() const { return impl_->header; }
+std::uint64_t TimelineModel::event_count() const { return impl_->store.size(); }
+const std::vector<std::uint32_t>& TimelineModel::devices() const { return impl_->devices; }
+
+traces::Event TimelineModel::event(std::uint64_t index) const {
+  if (index >= impl_->store.size()) {
+    throw std::out_of_range(fmt::format("event {} of a trace of {} events", index, impl_->store.size()));
+  }
+  return impl_->store.Get(index);
+}
+
+std::string TimelineModel::TagName(traces::TagId id) const { return impl_->TagName(id); }
+
+DeviceMetrics TimelineModel::Metrics(std::uint32_t device) const {
+  const DeviceData* d = impl_->Find(device);
+  if (d == nullptr) {
+    DeviceMetrics none;
+    none.device = device;
+    return none;
+  }
+  return d->metrics;
+}
+
+const std::vector<Marker>& TimelineModel::markers() const { return impl_->markers; }
+
+std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
+  std::vector<OomDiagnosis> out;
+  const DeviceData* d = impl_->Find(device);
+  if (d == nullptr) return out;
+  for (std::uint64_t index : d->oom_events) {
+    const traces::Event e = impl_->store.Get(index);
+    OomDiagnosis& diagnosis = out.emplace_back();
+    diagnosis.seq = e.seq;
+    diagnosis.event_index = index;
+    const traces::OomCause recorded = e.oom.cause;
+    diagnosis.report = DiagnoseOom(device, e.oom, recorded == traces::OomCause::kBacking);
+    if (diagnosis.report.numbers.cause != recorded) {
+      // Keep what the allocator said; note what the numbers alone say.
+      diagnosis.report.explanation = fmt::format(
+          "recorded as {} (by its numbers alone: {}: {})", traces::ToString(recorded),
+          traces::ToString(diagnosis.report.numbers.cause), diagnosis.report.explanation);
+      diagnosis.report.numbers.cause = recorded;
+    }
+    diagnosis.report.stream = e.stream;
+    diagnosis.report.tag = e.tag;
+
+    const MemoryState state = timeline_detail::StateAt(*impl_, device, index);
+    std::vector<Hole> holes;
+    for (const RegionState& region : state.regions) {
+      holes.insert(holes.end(), region.holes.begin(), region.holes.end());
+    }
+    const std::uint64_t want = e.oom.rounded != 0 ? e.oom.rounded : e.oom.request;
+    auto distance = [want](const Hole& h) { return h.size > want ? h.size - want : want - h.size; };
+    auto nearer = [&](const Hole& a, const Hole& b) {
+      if (distance(a) != distance(b)) return distance(a) < distance(b);
+      if (a.size != b.size) return a.size > b.size;
+      return a.address < b.address;
+    };
+    const std::size_t keep = std::min<std::size_t>(5, holes.size());
+    std::partial_sort(holes.begin(), holes.begin() + static_cast<std::ptrdiff_t>(keep), holes.end(), nearer);
+    holes.resize(keep);
+    std::sort(holes.begin(), holes.end(), [](const Hole& a, const Hole& b) {
+      return a.size != b.size ? a.size > b.size : a.address < b.address;
+    });
+    diagnosis.nearest_holes = std::move(holes);
+  }
+  return out;
+}
+
+MemoryState TimelineModel::StateAt(std::uint32_t device, std::uint64_t index) const {
+  return timeline_detail::StateAt(*impl_, device, index);
+}
+
+std::uint64_t TimelineModel::ValueAt(std::uint32_t device, Series series, std::uint64_t index) const {
+  return timeline_detail::ValueAt(*impl_, device, series, index);
+}
+
+void TimelineModel::Downsample(std::uint32_t device, Series series, std::uint64_t begin,
+                               std::uint64_t end, std::uint32_t columns,
+                               std::vector<std::uint64_t>* min,
+                               std::vector<std::uint64_t>* max) const {
+  timeline_detail::Downsample(*impl_, device, series, begin, end, columns, min, max);
+}
+
+const std::vector<std::string>& TimelineModel::warnings() const { return impl_->warnings; }
+
+TimelineFootprint TimelineModel::footprint() const {
+  const Impl& m = *impl_;
+  TimelineFootprint f;
+  f.events_bytes = m.store.bytes();
+  for (const DeviceData& d : m.device_data) {
+    f.series_bytes += d.l1.capacity() * sizeof(L1Block) + d.l2.capacity() * sizeof(L2Block);
+  }
+  f.keyframe_bytes = m.keyframe_bytes;
+  f.keyframes = m.keyframe_count;
+  f.other_bytes = m.overrides.capacity() * sizeof(Override) + m.markers.capacity() * sizeof(Marker);
+  for (const Marker& marker : m.markers) f.other_bytes += marker.name.capacity() > 15 ? marker.name.capacity() : 0;
+  for (const std::string& w : m.warnings) f.other_bytes += w.capacity() + sizeof(std::string);
+  return f;
+}
+
+}  // namespace fragscope::analysis

@@ -15,6 +15,7 @@ struct DeviceDescription {
   std::string backing;           // "sim", "host", "cuda", "vmm", "async", or the source ("pytorch")
   std::uint64_t capacity = 0;    // bytes; 0 when unknown
   std::uint64_t limit = 0;       // bytes; 0 when unknown
+  bool operator==(const DeviceDescription&) const = default;  // (TraceHeader's == needs it)
 };
 
 struct TraceHeader {

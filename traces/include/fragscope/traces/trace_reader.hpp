@@ -33,6 +33,9 @@ class TraceReader {
  public:
   // Opens `path` and reads the file header. Throws TraceError.
   explicit TraceReader(const std::string& path);
+  // Reads a trace held in memory (`bytes` must outlive the reader); `name` stands for the path in
+  // messages. For fuzzing, tests and traces that arrive over a network.
+  TraceReader(std::span<const std::uint8_t> bytes, const std::string& name);
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
@@ -72,6 +75,8 @@ struct Trace {
 };
 
 Trace ReadTrace(const std::string& path);
+// Reads the rest of `reader` into memory.
+Trace ReadTrace(TraceReader& reader);
 // Writes `trace` as a fragscope trace file (tags re-interned in the same order).
 void WriteTrace(const Trace& trace, const std::string& path, const TraceWriterOptions& options = {});
 

@@ -35,6 +35,9 @@ class TraceWriter final : public EventSink {
   // EventSink: assigns `event.seq` (one counter for every allocator writing here) and buffers it.
   void Record(Event& event) override;
   TagId Intern(std::string_view text) override;
+  // Buffers `event` keeping its own seq, for converters that copy a trace (WriteTrace); the next
+  // Record continues from event.seq + 1. Tags must come from this writer's Intern.
+  void Append(const Event& event);
 
   // Writes the current partial block and waits until every block is on disk (fflush).
   void Flush();

@@ -14,9 +14,12 @@
 
 namespace fragscope::analysis {
 
+// An alloc op whose `allocation` is kNoAllocation is a request that failed in the trace (its oom
+// event): a replay asks for it again and, when it succeeds, frees it at once, since the program
+// never held that memory.
 struct AllocationOp {
   static constexpr std::uint32_t kNoAllocation = 0xffffffffu;
-  std::uint64_t size = 0;         // requested bytes (alloc only)
+  std::uint64_t size = 0;         // requested bytes (of the allocation it ends, for a free)
   std::uint64_t seq = 0;          // the original event's sequence number
   std::uint32_t allocation = 0;   // index of the allocation this op creates or ends
   std::uint32_t device = 0;
@@ -31,18 +34,31 @@ struct AllocationSequence {
   traces::TraceHeader header;
   std::vector<std::string> tags;    // by id - 1
   std::vector<AllocationOp> ops;
+  std::vector<std::uint64_t> time_ns;  // per op: the original event's timestamp (may be empty)
   std::vector<std::uint32_t> devices;  // devices that appear, ascending
   std::uint64_t allocations = 0;
   std::uint64_t unmatched_frees = 0;   // frees of blocks allocated before recording started: dropped
   std::uint64_t never_freed = 0;       // allocations still live at the end
+  std::uint64_t recorded_ooms = 0;     // oom events of the trace, kept as kNoAllocation ops
+  std::uint64_t implicit_frees = 0;    // allocs at the address of a live allocation: the earlier
+                                       // one is taken as freed there (a free missing in the trace)
+  std::uint64_t alloc_id_mismatches = 0;  // frees matched by address whose alloc_id disagreed
   std::vector<std::string> warnings;
 };
 
 // Reads the sequence from a block source (e.g. TraceReader::NextBlock). Frees are matched to
-// allocations by (device, address), or by alloc_id where the trace has one.
+// the live allocation at the same (device, address); where both carry an alloc_id it must agree
+// (disagreements are counted, with a warning). Frees of unknown allocations are counted in
+// unmatched_frees and dropped, with one warning. Allocation indices are dense, in order of the
+// alloc events. `tags` (names by id - 1) is copied into the sequence when given.
 using BlockSource = std::function<bool(std::vector<traces::Event>*)>;
 AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
                                            const BlockSource& blocks,
                                            const std::vector<std::string>* tags = nullptr);
+
+// Peak live requested bytes (LOAD) of each device of `sequence.devices`, same order, computed from
+// the ops alone (a failed request of the trace counts for the moment it is asked): the least
+// memory any allocator needs to run the sequence.
+std::vector<std::uint64_t> PeakLoadByDevice(const AllocationSequence& sequence);
 
 }  // namespace fragscope::analysis

@@ -1,7 +1,8 @@
 // The metrics of DESIGN.md, defined once. Every report, replay, comparison and panel uses these.
 //   peak LOAD       max over time of live requested bytes: the lower bound any allocator needs
 //   overhead        peak reserved / peak LOAD (1.00 is perfect)
-//   utilization at peak   in use / reserved at the moment of peak reserved
+//   utilization at peak   in use / reserved at the moment of peak reserved (when reserved stays at
+//                   its peak a while, the moment of that stretch with the most in use)
 //   external fragmentation   1 - largest free chunk / free bytes in regions
 //   internal waste  in use - live requested
 #pragma once

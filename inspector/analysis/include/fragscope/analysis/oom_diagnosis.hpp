@@ -19,6 +19,9 @@ struct Hole {
 struct OomDiagnosis {
   std::uint64_t seq = 0;            // sequence number of the oom event (in the trace or replay)
   std::uint64_t event_index = 0;    // index in the trace's event order
+  std::uint64_t op_index = 0;       // replay only: index of the failing op in the AllocationSequence;
+                                    // seq and event_index then name the request's event in the
+                                    // replayed trace (its alloc, or its oom event)
   OomReport report;                 // device, numbers, cause, explanation, suggestion
   std::vector<Hole> nearest_holes;  // up to 5 free holes closest in size to the request, largest first
   std::optional<std::uint64_t> min_limit;  // smallest limit that runs the trace (when computed)

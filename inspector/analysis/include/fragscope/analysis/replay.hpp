@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "fragscope/allocator/config.hpp"
@@ -20,7 +21,8 @@ struct ReplayOptions {
                                            // trace's device capacity, else 80 GiB
   bool continue_past_oom = false;          // false: stop at the first OOM
   traces::EventSink* record = nullptr;     // receives the replay's own events (a new trace)
-  Progress progress;                       // (ops done, ops total)
+  Progress progress;                       // (ops done, ops total), every ~1M ops
+  std::size_t max_diagnoses = 1000;        // per device: OOMs past this are counted, not diagnosed
 };
 
 struct DeviceReplay {
@@ -31,18 +33,32 @@ struct DeviceReplay {
 };
 
 struct ReplayResult {
-  std::uint64_t ops_replayed = 0;
+  std::uint64_t ops_replayed = 0;       // including the failing op when stopped at an OOM
   bool stopped_at_oom = false;
   double seconds = 0;
   std::vector<DeviceReplay> devices;  // one per device of the sequence, same order
+  traces::TraceHeader header;         // of the replay as a trace: see ReplayTraceHeader
+  std::vector<std::string> warnings;  // e.g. a backing other than sim replaced by sim
   const DeviceReplay* Device(std::uint32_t device) const {
     for (const auto& d : devices) if (d.metrics.device == device) return &d;
     return nullptr;
   }
 };
 
-// Throws ConfigError when the configuration does not fit the simulated device.
+// One simulated device per device of the sequence, each under `options.conf` (backing forced to
+// sim, with a warning); with virtual_devices, one simulated device split in those, trace device i
+// on virtual device i. Events recorded to options.record carry the trace's device numbers, the
+// original events' timestamps and thread 1, so two replays record identical streams.
+// Throws ConfigError when the configuration does not fit the simulated device, or the trace has
+// more devices than virtual_devices defines.
 ReplayResult Replay(const AllocationSequence& sequence, const ReplayOptions& options);
+
+// The header of the trace a replay records (what ReplayResult::header will be, up to the creation
+// time), without replaying: producer "fragscope replay 0.1.0", the configuration in canonical form
+// with backing=sim and the capacity used, one description per device. For writers that need the
+// header before the first event. Throws as Replay does.
+traces::TraceHeader ReplayTraceHeader(const AllocationSequence& sequence,
+                                      const ReplayOptions& options);
 
 struct MinLimitResult {
   std::uint64_t min_limit = 0;   // runs without OOM; min_limit - 1 MiB OOMs (or is below peak LOAD)
@@ -51,8 +67,11 @@ struct MinLimitResult {
   bool fits_at_all = true;       // false when even the capacity is not enough
 };
 
-// Bisects the limit to 1 MiB: the smallest limit at which `conf` runs the whole sequence (every
-// device under the same limit, or each virtual device scaled alike). Throws ConfigError.
+// Bisects the limit to 1 MiB: the smallest limit at which `conf` runs the whole sequence, every
+// device under the same limit, between max(peak LOAD rounded down to 1 MiB, 1 MiB) and the capacity
+// (options.capacity, conf.capacity, the trace's, else 80 GiB) less external_use. Each probe is a
+// Replay that stops at its first OOM. options.progress gets (replays done, replays expected).
+// Throws ConfigError, also for virtual_devices (use limit= instead).
 MinLimitResult FindMinLimit(const AllocationSequence& sequence, const ReplayOptions& options);
 
 }  // namespace fragscope::analysis

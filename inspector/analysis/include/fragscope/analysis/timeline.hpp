@@ -25,6 +25,29 @@ enum class Series : std::uint8_t { kInUse, kReserved, kLoad };
 struct TimelineOptions {
   std::uint32_t keyframe_interval = 4096;  // K: events between keyframes
   Progress progress;                       // (bytes read, total bytes)
+  // --- added with the implementation ---
+  // (progress is called while the read events are indexed, as (events indexed, event count);
+  // while blocks are read the BlockSource knows the bytes and can report them itself.)
+  // Tag and marker names by id - 1 (e.g. &TraceReader::tags()). Read once, after the last block,
+  // so a list that grows while blocks are read is complete by then. nullptr: names are "tag N".
+  const std::vector<std::string>* tags = nullptr;
+  // Warnings of the source (e.g. &TraceReader::warnings(): a truncated file), read after the last
+  // block and listed first in warnings().
+  const std::vector<std::string>* source_warnings = nullptr;
+  // Most bytes all keyframes together may hold. Spent pro rata over the trace: where keyframes
+  // would cost more (a large live set that changes everywhere), they are taken less often, so
+  // StateAt replays more events there instead of the model outgrowing memory.
+  std::uint64_t keyframe_budget_bytes = std::uint64_t{1} << 30;
+};
+
+// What the model holds in memory, for diagnostics and benchmarks.
+struct TimelineFootprint {
+  std::uint64_t events_bytes = 0;     // compact event records and their side tables
+  std::uint64_t series_bytes = 0;     // min/max pyramid of the series
+  std::uint64_t keyframe_bytes = 0;   // keyframes (estimated: leaves and lists they keep alive)
+  std::uint64_t keyframes = 0;        // keyframes with a state of their own (all devices)
+  std::uint64_t other_bytes = 0;      // markers, overrides, warnings
+  std::uint64_t total() const { return events_bytes + series_bytes + keyframe_bytes + other_bytes; }
 };
 
 struct LiveChunk {
@@ -71,7 +94,9 @@ class TimelineModel {
   const traces::TraceHeader& header() const;
   std::uint64_t event_count() const;
   const std::vector<std::uint32_t>& devices() const;
-  const traces::Event& event(std::uint64_t index) const;
+  // The event as read. By value: events are stored compactly (40 B) and rebuilt on demand.
+  // Throws std::out_of_range for index >= event_count().
+  traces::Event event(std::uint64_t index) const;
   std::string TagName(traces::TagId id) const;
 
   DeviceMetrics Metrics(std::uint32_t device) const;
@@ -86,12 +111,17 @@ class TimelineModel {
   std::uint64_t ValueAt(std::uint32_t device, Series series, std::uint64_t index) const;
   // Level of detail: min and max of a series over `columns` equal slices of events [begin, end),
   // so a plot of any zoom draws one column per pixel. Both outputs get `columns` entries.
+  // Column c covers events [begin + c*n/columns, begin + (c+1)*n/columns), n = end - begin (end is
+  // clamped to event_count()); with more columns than events a column shows the event at its
+  // start; an empty range gives the value after event `begin` in every column.
   void Downsample(std::uint32_t device, Series series, std::uint64_t begin, std::uint64_t end,
                   std::uint32_t columns, std::vector<std::uint64_t>* min,
                   std::vector<std::uint64_t>* max) const;
 
   // Warnings met while reading (frees of unknown addresses, a truncated file, ...).
   const std::vector<std::string>& warnings() const;
+
+  TimelineFootprint footprint() const;
 
  private:
   TimelineModel();

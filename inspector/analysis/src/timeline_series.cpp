@@ -1,0 +1,117 @@
+// Series queries over the min/max pyramid: a value is the checkpoint at the end of the previous
+// 64-event block plus the deltas of at most 63 records; a range's min and max come from whole
+// 4096-event blocks, whole 64-event blocks and at most two partial 64-event scans.
+#include <algorithm>
+
+#include "timeline_impl.hpp"
+
+namespace fragscope::analysis::timeline_detail {
+namespace {
+
+constexpr std::uint64_t kL1 = std::uint64_t{1} << kL1Shift;
+constexpr std::uint64_t kL2 = std::uint64_t{1} << kL2Shift;
+
+struct Range {
+  std::uint64_t min = ~std::uint64_t{0};
+  std::uint64_t max = 0;
+  void Add(std::uint64_t v) {
+    min = std::min(min, v);
+    max = std::max(max, v);
+  }
+};
+
+// Value of the series before event `block * 64`.
+std::uint64_t BlockStart(const DeviceData& d, int s, std::uint64_t block) {
+  return block == 0 ? 0 : d.l1[block - 1].end[s];
+}
+
+// Min and max over the values after events [begin, end), all inside one 64-event block, from
+// whichever end of the block is nearer: forwards from the value before the block, or backwards
+// from the value after it (undoing deltas).
+void ScanBlock(const ModelData& m, const DeviceData& d, Series series, std::uint64_t begin,
+               std::uint64_t end, Range* out) {
+  const int s = static_cast<int>(series);
+  const std::uint64_t block = begin >> kL1Shift;
+  const std::uint64_t block_begin = block << kL1Shift;
+  const std::uint64_t block_end = std::min(block_begin + kL1, m.store.size());
+  if (end - block_begin <= block_end - begin) {
+    std::uint64_t v = BlockStart(d, s, block);
+    for (std::uint64_t j = block_begin; j < end; ++j) {
+      if (m.store.record(j).device == d.index) v += m.Delta(j, series);
+      if (j >= begin) out->Add(v);
+    }
+  } else {
+    std::uint64_t v = d.l1[block].end[s];
+    for (std::uint64_t j = block_end; j-- > begin;) {
+      if (j < end) out->Add(v);  // v is the value after event j
+      if (m.store.record(j).device == d.index) v -= m.Delta(j, series);
+    }
+  }
+}
+
+// Min and max over the values after each event of [begin, end) (non-empty, end <= event count).
+Range MinMax(const ModelData& m, const DeviceData& d, Series series, std::uint64_t begin,
+             std::uint64_t end) {
+  const int s = static_cast<int>(series);
+  Range out;
+  std::uint64_t i = begin;
+  while (i < end) {
+    if ((i & (kL2 - 1)) == 0 && i + kL2 <= end) {
+      const L2Block& b = d.l2[i >> kL2Shift];
+      out.Add(b.min[s]);
+      out.Add(b.max[s]);
+      i += kL2;
+    } else if ((i & (kL1 - 1)) == 0 && i + kL1 <= end) {
+      const L1Block& b = d.l1[i >> kL1Shift];
+      out.Add(b.min[s]);
+      out.Add(b.max[s]);
+      i += kL1;
+    } else {
+      const std::uint64_t stop = std::min(end, ((i >> kL1Shift) + 1) << kL1Shift);
+      ScanBlock(m, d, series, i, stop, &out);
+      i = stop;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::uint64_t ValueAt(const ModelData& m, std::uint32_t device, Series series, std::uint64_t index) {
+  const DeviceData* d = m.Find(device);
+  const std::uint64_t n = m.store.size();
+  if (d == nullptr || n == 0) return 0;
+  index = std::min(index, n - 1);
+  Range r;
+  ScanBlock(m, *d, series, index, index + 1, &r);
+  return r.max;
+}
+
+void Downsample(const ModelData& m, std::uint32_t device, Series series, std::uint64_t begin,
+                std::uint64_t end, std::uint32_t columns, std::vector<std::uint64_t>* min,
+                std::vector<std::uint64_t>* max) {
+  min->assign(columns, 0);
+  max->assign(columns, 0);
+  const DeviceData* d = m.Find(device);
+  const std::uint64_t n = m.store.size();
+  if (d == nullptr || n == 0 || columns == 0) return;
+  end = std::min(end, n);
+  if (begin >= end) {
+    const std::uint64_t v = ValueAt(m, device, series, std::min(begin, n - 1));
+    min->assign(columns, v);
+    max->assign(columns, v);
+    return;
+  }
+  __extension__ using U128 = unsigned __int128;
+  const std::uint64_t width = end - begin;
+  for (std::uint32_t c = 0; c < columns; ++c) {
+    const auto lo = begin + static_cast<std::uint64_t>(U128{c} * width / columns);
+    auto hi = begin + static_cast<std::uint64_t>(U128{c + std::uint64_t{1}} * width / columns);
+    if (hi <= lo) hi = lo + 1;  // more columns than events: a column shows the event at its start
+    const Range r = MinMax(m, *d, series, lo, hi);
+    (*min)[c] = r.min;
+    (*max)[c] = r.max;
+  }
+}
+
+}  // namespace fragscope::analysis::timeline_detail

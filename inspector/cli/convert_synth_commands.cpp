@@ -1,0 +1,129 @@
+// Making and converting traces:
+//   fragscope convert IN OUT [--to fst|jsonl]
+//   fragscope synth --events N [--seed S] [--devices D] [--alloc-conf STR] --out TRACE
+#include <fstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli_support.hpp"
+#include "commands.hpp"
+#include "fragscope/analysis/synth.hpp"
+#include "fragscope/traces/jsonl.hpp"
+#include "fragscope/traces/trace_reader.hpp"
+#include "fragscope/traces/trace_writer.hpp"
+#include "trace_input.hpp"
+
+namespace fragscope::cli {
+namespace {
+
+struct ConvertOptions {
+  std::string in;
+  std::string out;
+  std::string to;
+};
+
+std::string FormatFromExtension(const std::string& path) {
+  const auto dot = path.rfind('.');
+  const std::string extension = dot == std::string::npos ? "" : path.substr(dot + 1);
+  if (extension == "jsonl" || extension == "json") return "jsonl";
+  return "fst";
+}
+
+int RunConvert(const ConvertOptions& options) {
+  const std::string to = options.to.empty() ? FormatFromExtension(options.out) : options.to;
+  auto input = TraceInput::Open(options.in);
+  ProgressBar bar("converting", input->bytes_total());
+  std::vector<traces::Event> block;
+  std::uint64_t events = 0;
+  if (to == "fst") {
+    traces::TraceWriter writer(options.out, input->header());
+    // Tag ids of the output are the writer's own: map each input id by its name.
+    std::unordered_map<traces::TagId, traces::TagId> tag_map;
+    while (input->NextBlock(&block)) {
+      for (traces::Event& event : block) {
+        if (event.tag != traces::kNoTag) {
+          auto it = tag_map.find(event.tag);
+          if (it == tag_map.end()) {
+            const traces::TagId id = event.tag <= input->tags().size() ? writer.Intern(input->tags()[event.tag - 1])
+                                                                      : traces::kNoTag;
+            it = tag_map.emplace(event.tag, id).first;
+          }
+          event.tag = it->second;
+        }
+        writer.Record(event);
+      }
+      events += block.size();
+      bar.Update(input->bytes_done(), input->bytes_total());
+    }
+    writer.Close();
+  } else {
+    // JSON Lines: stream events as they come, names resolved through the input's tag list.
+    traces::Trace trace;
+    trace.header = input->header();
+    while (input->NextBlock(&block)) {
+      trace.events.insert(trace.events.end(), block.begin(), block.end());
+      bar.Update(input->bytes_done(), input->bytes_total());
+    }
+    trace.tags = input->tags();
+    events = trace.events.size();
+    std::ofstream out(options.out, std::ios::binary | std::ios::trunc);
+    if (!out) throw UsageError(fmt::format("{}: cannot create the file", options.out));
+    traces::WriteJsonl(trace, out);
+    out.flush();
+    if (!out) throw UsageError(fmt::format("{}: write failed", options.out));
+  }
+  for (const auto& warning : input->warnings()) spdlog::warn("{}", warning);
+  fmt::print(stderr, "{} events from {} ({}) written to {} ({})\n", events, options.in, input->format(),
+             options.out, to);
+  return kOk;
+}
+
+struct SynthCommandOptions {
+  analysis::SynthOptions synth;
+  std::string out;
+};
+
+int RunSynth(const SynthCommandOptions& options) {
+  const traces::TraceHeader header = analysis::SynthHeader(options.synth);
+  traces::TraceWriter writer(options.out, header);
+  ProgressBar bar("synthesizing", options.synth.events);
+  analysis::SynthOptions synth = options.synth;
+  synth.progress = [&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); };
+  analysis::Synthesize(synth, writer);
+  writer.Close();
+  fmt::print(stderr, "{} events written to {} ({} bytes)\n", writer.events_written(), options.out,
+             writer.bytes_written());
+  return kOk;
+}
+
+}  // namespace
+
+Command AddConvert(CLI::App& app) {
+  auto options = std::make_shared<ConvertOptions>();
+  CLI::App* sub = app.add_subcommand("convert", "Convert a trace to another format");
+  sub->add_option("in", options->in, "input trace (any format fragscope reads)")->required();
+  sub->add_option("out", options->out, "output file")->required();
+  sub->add_option("--to", options->to, "output format (default: from OUT's extension; .jsonl is JSON Lines)")
+      ->check(CLI::IsMember({"fst", "jsonl"}));
+  return {sub, [options] { return RunConvert(*options); }};
+}
+
+Command AddSynth(CLI::App& app) {
+  auto options = std::make_shared<SynthCommandOptions>();
+  CLI::App* sub = app.add_subcommand("synth", "Make a synthetic training-like trace (seeded), for "
+                                              "tests and benchmarks");
+  sub->add_option("--events", options->synth.events, "about this many alloc and free events")
+      ->required()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  sub->add_option("--seed", options->synth.seed, "random seed (same seed, same trace)");
+  sub->add_option("--devices", options->synth.devices, "devices training data-parallel")
+      ->check(CLI::Range(1u, 64u));
+  sub->add_option("--alloc-conf", options->synth.alloc_conf, "the allocator that runs the workload")
+      ->capture_default_str();
+  sub->add_option("--out", options->out, "trace file to write")->required();
+  return {sub, [options] { return RunSynth(*options); }};
+}
+
+}  // namespace fragscope::cli

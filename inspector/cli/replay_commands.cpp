@@ -1,0 +1,238 @@
+// The commands that run a trace's allocation sequence through fragscope's allocator:
+//   fragscope replay    TRACE --alloc-conf STR [--capacity SIZE] [--out TRACE] [--continue] [--json]
+//   fragscope compare   TRACE --alloc-conf A --alloc-conf B [...] [--capacity SIZE] [--json]
+//   fragscope min-limit TRACE --alloc-conf STR [--capacity SIZE] [--json]
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli_support.hpp"
+#include "commands.hpp"
+#include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/replay.hpp"
+#include "fragscope/traces/trace_writer.hpp"
+#include "trace_input.hpp"
+
+namespace fragscope::cli {
+namespace {
+
+struct SequenceOptions {
+  std::string trace;
+  std::string capacity;
+  bool json = false;
+};
+
+analysis::AllocationSequence LoadSequence(const std::string& path) {
+  auto input = TraceInput::Open(path);
+  ProgressBar bar("reading", input->bytes_total());
+  analysis::AllocationSequence sequence = analysis::BuildAllocationSequence(
+      input->header(),
+      input->Blocks([&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); }),
+      &input->tags());
+  for (const auto& warning : input->warnings()) spdlog::warn("{}", warning);
+  for (const auto& warning : sequence.warnings) spdlog::warn("{}", warning);
+  return sequence;
+}
+
+analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::string& conf_text) {
+  analysis::ReplayOptions options;
+  options.conf = ParseAllocConf(conf_text);
+  if (!common.capacity.empty()) options.capacity = ParseSizeOption("--capacity", common.capacity);
+  return options;
+}
+
+// ---------------------------------------------------------------------------------------- replay
+
+struct ReplayCommandOptions : SequenceOptions {
+  std::string conf;
+  std::string out;
+  bool continue_past_oom = false;
+};
+
+int RunReplay(const ReplayCommandOptions& command) {
+  const analysis::AllocationSequence sequence = LoadSequence(command.trace);
+  analysis::ReplayOptions options = MakeOptions(command, command.conf);
+  options.continue_past_oom = command.continue_past_oom;
+  std::unique_ptr<traces::TraceWriter> writer;
+  if (!command.out.empty()) {
+    writer = std::make_unique<traces::TraceWriter>(command.out, analysis::ReplayTraceHeader(sequence, options));
+    options.record = writer.get();
+  }
+  ProgressBar bar("replaying", sequence.ops.size());
+  options.progress = [&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); };
+  const analysis::ReplayResult result = analysis::Replay(sequence, options);
+  if (writer) writer->Close();
+  for (const auto& warning : result.warnings) spdlog::warn("{}", warning);
+
+  bool any_oom = false;
+  for (const auto& device : result.devices) any_oom |= device.metrics.ooms > 0;
+  if (command.json) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& device : result.devices) devices.push_back(DeviceJson(device.metrics, device.ooms));
+    const nlohmann::json out = {{"trace", command.trace},
+                                {"alloc_conf", options.conf.ToString()},
+                                {"events", result.ops_replayed},
+                                {"stopped_at_oom", result.stopped_at_oom},
+                                {"seconds", result.seconds},
+                                {"devices", devices}};
+    fmt::print("{}\n", out.dump(2));
+    return any_oom ? kOom : kOk;
+  }
+  fmt::print("replayed   {} of {} allocation events of {} in {:.2f} s\n", result.ops_replayed,
+             sequence.ops.size(), command.trace, result.seconds);
+  fmt::print("allocator  {}\n\n", options.conf.ToString());
+  std::vector<std::vector<std::string>> rows = {
+      {"device", "peak LOAD", "peak in use", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs"}};
+  for (const auto& device : result.devices) {
+    const auto& m = device.metrics;
+    rows.push_back({std::to_string(m.device), FormatBytes(m.peak_load), FormatBytes(m.peak_in_use),
+                    FormatBytes(m.peak_reserved), FormatRatio(m.overhead()), FormatRatio(m.utilization_at_peak),
+                    FormatRatio(m.fragmentation_at_peak), std::to_string(m.ooms)});
+  }
+  fmt::print("{}", FormatTable(rows));
+  std::vector<analysis::OomDiagnosis> all;
+  for (const auto& device : result.devices) all.insert(all.end(), device.ooms.begin(), device.ooms.end());
+  fmt::print("{}", DescribeOoms(all));
+  if (result.stopped_at_oom) fmt::print("\nstopped at the first OOM (--continue replays past it)\n");
+  if (writer) fmt::print("\nreplay trace written to {}\n", command.out);
+  return any_oom ? kOom : kOk;
+}
+
+// --------------------------------------------------------------------------------------- compare
+
+struct CompareOptions : SequenceOptions {
+  std::vector<std::string> confs;
+};
+
+int RunCompare(const CompareOptions& command) {
+  const analysis::AllocationSequence sequence = LoadSequence(command.trace);
+  struct Row {
+    std::string conf;
+    std::uint64_t peak_load = 0, peak_reserved = 0, ooms = 0;
+    double overhead = 0, utilization = 0, fragmentation = 0, seconds = 0;
+  };
+  std::vector<Row> table;
+  for (const std::string& text : command.confs) {
+    analysis::ReplayOptions options = MakeOptions(command, text);
+    options.continue_past_oom = true;  // count every OOM a policy meets
+    ProgressBar bar(fmt::format("replaying {}", text), sequence.ops.size());
+    options.progress = [&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); };
+    const analysis::ReplayResult result = analysis::Replay(sequence, options);
+    Row row;
+    row.conf = options.conf.ToString();
+    row.seconds = result.seconds;
+    // Several devices: sum the bytes, and weigh the ratios by reserved bytes.
+    double weighted_util = 0, weighted_frag = 0;
+    for (const auto& device : result.devices) {
+      const auto& m = device.metrics;
+      row.peak_load += m.peak_load;
+      row.peak_reserved += m.peak_reserved;
+      row.ooms += m.ooms;  // every OOM, also past the ones diagnosed
+      weighted_util += m.utilization_at_peak * static_cast<double>(m.peak_reserved);
+      weighted_frag += m.fragmentation_at_peak * static_cast<double>(m.peak_reserved);
+    }
+    const double reserved = static_cast<double>(std::max<std::uint64_t>(row.peak_reserved, 1));
+    row.utilization = weighted_util / reserved;
+    row.fragmentation = weighted_frag / reserved;
+    row.overhead = analysis::DeviceMetrics::Overhead(row.peak_reserved, row.peak_load);
+    table.push_back(row);
+  }
+  if (command.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Row& row : table) {
+      rows.push_back({{"alloc_conf", row.conf}, {"peak_load", row.peak_load}, {"peak_reserved", row.peak_reserved},
+                      {"overhead", row.overhead}, {"utilization_at_peak", row.utilization},
+                      {"fragmentation_at_peak", row.fragmentation}, {"ooms", row.ooms},
+                      {"seconds", row.seconds}});
+    }
+    fmt::print("{}\n", nlohmann::json{{"trace", command.trace}, {"events", sequence.ops.size()},
+                                      {"configurations", rows}}.dump(2));
+    return kOk;
+  }
+  fmt::print("{} allocation events of {}\n\n", sequence.ops.size(), command.trace);
+  std::vector<std::vector<std::string>> rows = {
+      {"configuration", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs", "replay"}};
+  for (const Row& row : table) {
+    rows.push_back({row.conf, FormatBytes(row.peak_reserved), FormatRatio(row.overhead),
+                    FormatRatio(row.utilization), FormatRatio(row.fragmentation), std::to_string(row.ooms),
+                    fmt::format("{:.2f} s", row.seconds)});
+  }
+  fmt::print("{}", FormatTable(rows));
+  if (!table.empty()) fmt::print("\npeak LOAD (the least any allocator needs): {}\n", FormatBytes(table.front().peak_load));
+  return kOk;
+}
+
+// ------------------------------------------------------------------------------------- min-limit
+
+struct MinLimitOptions : SequenceOptions {
+  std::string conf;
+};
+
+int RunMinLimit(const MinLimitOptions& command) {
+  const analysis::AllocationSequence sequence = LoadSequence(command.trace);
+  analysis::ReplayOptions options = MakeOptions(command, command.conf);
+  const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, options);
+  const double overhead = analysis::DeviceMetrics::Overhead(result.min_limit, result.peak_load);
+  if (command.json) {
+    fmt::print("{}\n", nlohmann::json{{"trace", command.trace},
+                                      {"alloc_conf", options.conf.ToString()},
+                                      {"fits", result.fits_at_all},
+                                      {"min_limit", result.min_limit},
+                                      {"peak_load", result.peak_load},
+                                      {"overhead", overhead},
+                                      {"replays", result.replays}}.dump(2));
+    return result.fits_at_all ? kOk : kOom;
+  }
+  if (!result.fits_at_all) {
+    fmt::print("{} does not run under {} even at the full capacity\n", command.trace, options.conf.ToString());
+    return kOom;
+  }
+  fmt::print("smallest limit  {} ({} bytes)\n", FormatBytes(result.min_limit), result.min_limit);
+  fmt::print("peak LOAD       {} (the least any allocator needs)\n", FormatBytes(result.peak_load));
+  fmt::print("policy overhead {} = {:.2f}x peak LOAD\n",
+             FormatBytes(result.min_limit > result.peak_load ? result.min_limit - result.peak_load : 0), overhead);
+  fmt::print("({} replays; 1 MiB less than the smallest limit runs out of memory)\n", result.replays);
+  return kOk;
+}
+
+void AddCommon(CLI::App* sub, SequenceOptions* options) {
+  sub->add_option("trace", options->trace, "trace file")->required();
+  sub->add_option("--capacity", options->capacity,
+                  "size of the simulated device (default: the trace's device, else 80GiB)");
+  sub->add_flag("--json", options->json, "print one JSON document on stdout");
+}
+
+}  // namespace
+
+Command AddReplay(CLI::App& app) {
+  auto options = std::make_shared<ReplayCommandOptions>();
+  CLI::App* sub = app.add_subcommand("replay", "Run a trace's allocations under another allocator "
+                                               "configuration on a simulated device");
+  AddCommon(sub, options.get());
+  sub->add_option("--alloc-conf", options->conf, "allocator configuration, e.g. growth=off,limit=6GiB")->required();
+  sub->add_option("--out", options->out, "write the replay as a new trace");
+  sub->add_flag("--continue", options->continue_past_oom, "go on past OOMs (default: stop at the first)");
+  return {sub, [options] { return RunReplay(*options); }};
+}
+
+Command AddCompare(CLI::App& app) {
+  auto options = std::make_shared<CompareOptions>();
+  CLI::App* sub = app.add_subcommand("compare", "Replay one trace under several configurations, one "
+                                                "table row each");
+  AddCommon(sub, options.get());
+  sub->add_option("--alloc-conf", options->confs, "a configuration (give two or more)")
+      ->required()
+      ->take_all();
+  return {sub, [options] { return RunCompare(*options); }};
+}
+
+Command AddMinLimit(CLI::App& app) {
+  auto options = std::make_shared<MinLimitOptions>();
+  CLI::App* sub = app.add_subcommand("min-limit", "The smallest limit (to 1 MiB) at which a "
+                                                  "configuration runs the trace without OOM");
+  AddCommon(sub, options.get());
+  sub->add_option("--alloc-conf", options->conf, "allocator configuration")->required();
+  return {sub, [options] { return RunMinLimit(*options); }};
+}
+
+}  // namespace fragscope::cli

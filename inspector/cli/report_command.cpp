@@ -1,0 +1,153 @@
+// fragscope report TRACE [--device N] [--json]: what a trace recorded, per device: peaks, overhead,
+// utilization and fragmentation at peak, and every OOM explained.
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "cli_support.hpp"
+#include "commands.hpp"
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/replay.hpp"
+#include "fragscope/analysis/timeline.hpp"
+#include "trace_input.hpp"
+
+namespace fragscope::cli {
+namespace {
+
+struct ReportOptions {
+  std::string trace;
+  std::optional<std::uint32_t> device;
+  bool json = false;
+  bool min_limit = true;
+};
+
+// The smallest limit at which the trace's own policy would have run it, by replay. Empty when the
+// trace names no configuration fragscope can run.
+std::optional<std::uint64_t> MinLimitOfRecordedPolicy(const std::string& path,
+                                                      const traces::TraceHeader& header) {
+  AllocConf conf;
+  try {
+    conf = ParseAllocConf(header.alloc_conf);
+  } catch (const ConfigError& error) {
+    spdlog::info("{}: no minimal limit: the recorded configuration '{}' is not fragscope's ({})",
+                 path, header.alloc_conf, error.what());
+    return std::nullopt;
+  }
+  if (!conf.virtual_devices.empty()) return std::nullopt;
+  auto input = TraceInput::Open(path);
+  ProgressBar bar("sequence", input->bytes_total());
+  const analysis::AllocationSequence sequence = analysis::BuildAllocationSequence(
+      input->header(), input->Blocks([&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); }),
+      &input->tags());
+  analysis::ReplayOptions options;
+  options.conf = conf;
+  const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, options);
+  if (!result.fits_at_all) return std::nullopt;
+  return result.min_limit;
+}
+
+int RunReport(const ReportOptions& options) {
+  auto input = TraceInput::Open(options.trace);
+  std::unique_ptr<analysis::TimelineModel> model;
+  {
+    ProgressBar reading("reading", input->bytes_total());
+    analysis::TimelineOptions timeline_options;
+    timeline_options.tags = &input->tags();
+    timeline_options.source_warnings = &input->warnings();
+    model = analysis::TimelineModel::Build(
+        input->header(),
+        input->Blocks([&](std::uint64_t done, std::uint64_t total) { reading.Update(done, total); }),
+        timeline_options);
+  }
+  std::vector<std::uint32_t> devices = model->devices();
+  if (options.device) {
+    if (std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
+      throw UsageError(fmt::format("--device {}: the trace has no such device (devices: {})",
+                                   *options.device, fmt::join(devices, ", ")));
+    }
+    devices = {*options.device};
+  }
+
+  std::vector<analysis::DeviceMetrics> metrics;
+  std::vector<std::vector<analysis::OomDiagnosis>> ooms;
+  bool any_oom = false;
+  for (std::uint32_t device : devices) {
+    metrics.push_back(model->Metrics(device));
+    ooms.push_back(model->Ooms(device));
+    any_oom |= !ooms.back().empty();
+  }
+  if (any_oom && options.min_limit) {
+    if (auto limit = MinLimitOfRecordedPolicy(options.trace, model->header())) {
+      for (auto& list : ooms) for (auto& oom : list) oom.min_limit = limit;
+    }
+  }
+  for (const std::string& warning : model->warnings()) spdlog::warn("{}", warning);
+
+  const traces::TraceHeader& header = model->header();
+  if (options.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      nlohmann::json device = DeviceJson(metrics[i], ooms[i]);
+      if (const auto* description = header.Device(devices[i])) {
+        device["name"] = description->name;
+        device["capacity"] = description->capacity;
+        device["limit"] = description->limit;
+      }
+      list.push_back(std::move(device));
+    }
+    const nlohmann::json warnings = model->warnings();  // the source's first
+    const nlohmann::json out = {{"trace", options.trace},
+                                {"format", input->format()},
+                                {"producer", header.producer},
+                                {"alloc_conf", header.alloc_conf},
+                                {"events", model->event_count()},
+                                {"devices", list},
+                                {"warnings", warnings}};
+    fmt::print("{}\n", out.dump(2));
+    return any_oom ? kOom : kOk;
+  }
+
+  fmt::print("trace      {} ({}, {} events)\n", options.trace, input->format(), model->event_count());
+  if (!header.producer.empty()) fmt::print("producer   {}\n", header.producer);
+  if (!header.alloc_conf.empty()) fmt::print("allocator  {}\n", header.alloc_conf);
+  fmt::print("\n");
+  std::vector<std::vector<std::string>> rows = {{"device", "peak LOAD", "peak in use", "peak reserved",
+                                                 "overhead", "util@peak", "frag@peak", "OOMs"}};
+  for (const auto& m : metrics) {
+    rows.push_back({std::to_string(m.device), FormatBytes(m.peak_load), FormatBytes(m.peak_in_use),
+                    FormatBytes(m.peak_reserved), FormatRatio(m.overhead()),
+                    FormatRatio(m.utilization_at_peak), FormatRatio(m.fragmentation_at_peak),
+                    std::to_string(m.ooms)});
+  }
+  fmt::print("{}", FormatTable(rows));
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (const auto* d = header.Device(devices[i]); d != nullptr && (d->capacity > 0 || d->limit > 0)) {
+      fmt::print("device {}: {} ({}), capacity {}, limit {}\n", d->index, d->name, d->backing,
+                 FormatBytes(d->capacity), FormatBytes(d->limit));
+    }
+  }
+  std::vector<analysis::OomDiagnosis> all;
+  for (const auto& list : ooms) all.insert(all.end(), list.begin(), list.end());
+  fmt::print("{}", DescribeOoms(all));
+  return any_oom ? kOom : kOk;
+}
+
+}  // namespace
+
+Command AddReport(CLI::App& app) {
+  auto options = std::make_shared<ReportOptions>();
+  CLI::App* sub = app.add_subcommand("report", "What a trace recorded: peaks, overhead, "
+                                               "fragmentation, and every OOM explained");
+  sub->add_option("trace", options->trace, "trace file (fragscope .fst or JSON Lines)")->required();
+  sub->add_option("--device", options->device, "only this device");
+  sub->add_flag("--json", options->json, "print one JSON document on stdout");
+  sub->add_flag("!--no-min-limit", options->min_limit,
+                "do not search the smallest limit that would have run a trace with OOMs");
+  return {sub, [options] { return RunReport(*options); }};
+}
+
+}  // namespace fragscope::cli

@@ -1,0 +1,84 @@
+#include "trace_input.hpp"
+
+#include <cctype>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "fragscope/traces/jsonl.hpp"
+#include "fragscope/traces/trace_reader.hpp"
+
+namespace fragscope::cli {
+namespace {
+
+class FstInput final : public TraceInput {
+ public:
+  explicit FstInput(const std::string& path) : reader_(path) {
+    path_ = path;
+    format_ = "fragscope trace";
+  }
+  const traces::TraceHeader& header() const override { return reader_.header(); }
+  const std::vector<std::string>& tags() const override { return reader_.tags(); }
+  bool NextBlock(std::vector<traces::Event>* events) override { return reader_.NextBlock(events); }
+  const std::vector<std::string>& warnings() const override { return reader_.warnings(); }
+  std::uint64_t bytes_total() const override { return reader_.file_size(); }
+  std::uint64_t bytes_done() const override { return reader_.offset(); }
+
+ private:
+  traces::TraceReader reader_;
+};
+
+// A whole trace read up front (formats without blocks), handed out in blocks.
+class InMemoryInput final : public TraceInput {
+ public:
+  InMemoryInput(const std::string& path, std::string format, traces::Trace trace)
+      : trace_(std::move(trace)) {
+    path_ = path;
+    format_ = std::move(format);
+  }
+  const traces::TraceHeader& header() const override { return trace_.header; }
+  const std::vector<std::string>& tags() const override { return trace_.tags; }
+  bool NextBlock(std::vector<traces::Event>* events) override {
+    constexpr std::size_t kBlock = 65536;
+    if (next_ >= trace_.events.size()) return false;
+    const std::size_t end = std::min(trace_.events.size(), next_ + kBlock);
+    events->assign(trace_.events.begin() + static_cast<long>(next_), trace_.events.begin() + static_cast<long>(end));
+    next_ = end;
+    return true;
+  }
+  const std::vector<std::string>& warnings() const override { return trace_.warnings; }
+  std::uint64_t bytes_total() const override { return trace_.events.size(); }
+  std::uint64_t bytes_done() const override { return next_; }
+
+ private:
+  traces::Trace trace_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<TraceInput> TraceInput::Open(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw traces::TraceError(path, 0, "cannot open the file (does it exist?)");
+  char head[64] = {};
+  file.read(head, sizeof head);
+  const std::size_t got = static_cast<std::size_t>(file.gcount());
+  if (got == 0) throw traces::TraceError(path, 0, "the file is empty");
+  std::size_t first = 0;
+  while (first < got && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
+  if (first < got && head[first] == '{') {
+    return std::make_unique<InMemoryInput>(path, "JSON Lines", traces::ReadJsonl(path));
+  }
+  // Everything else must be a fragscope trace; its reader names what is wrong otherwise.
+  return std::make_unique<FstInput>(path);
+}
+
+analysis::BlockSource TraceInput::Blocks(const analysis::Progress& progress) {
+  return [this, progress](std::vector<traces::Event>* events) {
+    const bool more = NextBlock(events);
+    if (progress) progress(bytes_done(), bytes_total());
+    return more;
+  };
+}
+
+}  // namespace fragscope::cli

@@ -1,0 +1,41 @@
+// Opens a trace of any format fragscope reads, found from the content rather than the extension,
+// and hands out its events block by block.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fragscope/analysis/allocation_sequence.hpp"
+#include "fragscope/traces/event.hpp"
+#include "fragscope/traces/trace_header.hpp"
+
+namespace fragscope::cli {
+
+class TraceInput {
+ public:
+  // Throws traces::TraceError naming the file (missing, unreadable, unknown format).
+  static std::unique_ptr<TraceInput> Open(const std::string& path);
+  virtual ~TraceInput() = default;
+
+  virtual const traces::TraceHeader& header() const = 0;
+  // Tag names by id - 1, of the blocks read so far (all of them once NextBlock returned false).
+  virtual const std::vector<std::string>& tags() const = 0;
+  virtual bool NextBlock(std::vector<traces::Event>* events) = 0;
+  virtual const std::vector<std::string>& warnings() const = 0;
+  virtual std::uint64_t bytes_total() const = 0;
+  virtual std::uint64_t bytes_done() const = 0;
+
+  const std::string& path() const { return path_; }
+  const std::string& format() const { return format_; }  // "fragscope trace", "JSON Lines"
+
+  // NextBlock as a BlockSource, reporting progress.
+  analysis::BlockSource Blocks(const analysis::Progress& progress = {});
+
+ protected:
+  std::string path_;
+  std::string format_;
+};
+
+}  // namespace fragscope::cli

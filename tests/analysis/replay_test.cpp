@@ -1,0 +1,547 @@
+// Allocation sequences, replay, and min-limit: over in-memory events (synth output and hand-made
+// traces), no trace files.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/device_allocator.hpp"
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/allocation_sequence.hpp"
+#include "fragscope/analysis/replay.hpp"
+#include "fragscope/analysis/synth.hpp"
+#include "support/recording_sink.hpp"
+
+namespace fragscope::analysis {
+namespace {
+
+using testing::RecordingSink;
+using traces::Event;
+using traces::EventType;
+
+// Replays that are meant to hit OOMs make the allocator warn once per OOM; keep the log readable.
+class QuietOoms {
+ public:
+  QuietOoms() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::err); }
+  ~QuietOoms() { spdlog::set_level(level_); }
+
+ private:
+  spdlog::level::level_enum level_;
+};
+
+std::vector<std::string> Names(const RecordingSink& sink) {
+  std::vector<std::string> names;
+  for (traces::TagId id = 1;; ++id) {
+    try {
+      names.push_back(sink.Name(id));
+    } catch (const std::out_of_range&) {
+      return names;
+    }
+  }
+}
+
+// Feeds `events` in blocks of `block` events, as a trace reader would.
+AllocationSequence Build(const traces::TraceHeader& header, const std::vector<Event>& events,
+                         const std::vector<std::string>* tags = nullptr, std::size_t block = 1000) {
+  std::size_t next = 0;
+  return BuildAllocationSequence(
+      header,
+      [&](std::vector<Event>* out) {
+        if (next >= events.size()) return false;
+        const std::size_t end = std::min(events.size(), next + block);
+        out->assign(events.begin() + static_cast<std::ptrdiff_t>(next),
+                    events.begin() + static_cast<std::ptrdiff_t>(end));
+        next = end;
+        return true;
+      },
+      tags);
+}
+
+struct Trace {
+  traces::TraceHeader header;
+  std::vector<Event> events;
+  AllocationSequence sequence;
+};
+
+Trace SynthTrace(std::uint64_t events, const std::string& conf = "backing=sim,capacity=80GiB",
+                 std::uint32_t devices = 1) {
+  SynthOptions options;
+  options.events = events;
+  options.alloc_conf = conf;
+  options.devices = devices;
+  RecordingSink sink;
+  Trace trace;
+  trace.header = Synthesize(options, sink);
+  trace.events = sink.events();
+  const std::vector<std::string> tags = Names(sink);
+  trace.sequence = Build(trace.header, trace.events, &tags);
+  return trace;
+}
+
+Event Make(EventType type, std::uint32_t device, std::uint64_t address, std::uint64_t size,
+           std::uint64_t id, std::uint64_t seq) {
+  Event e;
+  e.type = type;
+  e.device = device;
+  e.address = address;
+  e.size = size;
+  e.rounded = type == EventType::kAlloc ? RoundUp(size) : 0;
+  e.alloc_id = id;
+  e.seq = seq;
+  return e;
+}
+Event Alloc(std::uint32_t device, std::uint64_t address, std::uint64_t size, std::uint64_t id,
+            std::uint64_t seq) {
+  return Make(EventType::kAlloc, device, address, size, id, seq);
+}
+Event Free(std::uint32_t device, std::uint64_t address, std::uint64_t id, std::uint64_t seq) {
+  return Make(EventType::kFree, device, address, 0, id, seq);
+}
+
+// Peaks computed from events alone, independently of the analysis library.
+struct Peaks {
+  std::uint64_t load = 0, in_use = 0, reserved = 0, waste = 0;
+  double utilization = 1.0;  // most in use while reserved is at its peak, over that peak
+};
+
+Peaks PeaksOf(const std::vector<Event>& events, std::uint32_t device) {
+  Peaks p;
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> live;  // address -> size, rounded
+  std::uint64_t load = 0, in_use = 0, reserved = 0, best_in_use = 0;
+  for (const Event& e : events) {
+    if (e.device != device) continue;
+    switch (e.type) {
+      case EventType::kAlloc:
+        live[e.address] = {e.size, e.rounded};
+        load += e.size;
+        in_use += e.rounded;
+        break;
+      case EventType::kFree: {
+        auto it = live.find(e.address);
+        if (it == live.end()) continue;
+        load -= it->second.first;
+        in_use -= it->second.second;
+        live.erase(it);
+        break;
+      }
+      case EventType::kRegionReserve: reserved += e.size; break;
+      case EventType::kRegionRelease: reserved -= e.size; break;
+      default: continue;
+    }
+    p.load = std::max(p.load, load);
+    p.in_use = std::max(p.in_use, in_use);
+    p.waste = std::max(p.waste, in_use - load);
+    if (reserved > p.reserved) {
+      p.reserved = reserved;
+      best_in_use = in_use;
+    } else if (reserved == p.reserved) {
+      best_in_use = std::max(best_in_use, in_use);
+    }
+  }
+  p.utilization = p.reserved == 0 ? 1.0 : static_cast<double>(best_in_use) / static_cast<double>(p.reserved);
+  return p;
+}
+
+auto Fields(const Event& e) {
+  return std::tuple(e.type, e.device, e.seq, e.time_ns, e.address, e.size, e.rounded, e.region,
+                    e.alloc_id, e.thread, e.tag, e.oom.request, e.oom.cause);
+}
+
+ReplayOptions Options(const std::string& conf) {
+  ReplayOptions options;
+  options.conf = ParseAllocConf(conf);
+  return options;
+}
+
+// --- allocation sequences ---
+
+TEST(AllocationSequence, MatchesFreesByDeviceAndAddress) {
+  const std::vector<Event> events = {
+      Alloc(0, 0x1000, 100, 1, 0),   // allocation 0
+      Alloc(0, 0x2000, 300, 2, 1),   // allocation 1
+      Alloc(1, 0x1000, 700, 1, 2),   // allocation 2: same address, other device
+      Free(0, 0x1000, 1, 3),         // ends 0
+      Free(0, 0x9000, 0, 4),         // unknown: allocated before recording started
+      Free(1, 0x1000, 1, 5),         // ends 2
+      Alloc(0, 0x1000, 50, 3, 6),    // allocation 3, reusing the address
+      Free(0, 0x1000, 0, 7),         // ends 3 (no alloc_id: matched by address)
+      Free(0, 0x1000, 3, 8),         // nothing live there any more
+  };
+  const AllocationSequence s = Build({}, events, nullptr, 2);
+  ASSERT_EQ(s.ops.size(), 7u);
+  EXPECT_EQ(s.allocations, 4u);
+  EXPECT_EQ(s.unmatched_frees, 2u);
+  EXPECT_EQ(s.never_freed, 1u);
+  EXPECT_EQ(s.devices, (std::vector<std::uint32_t>{0, 1}));
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_NE(s.warnings[0].find("2 free event(s)"), std::string::npos) << s.warnings[0];
+
+  const std::vector<std::tuple<bool, std::uint32_t, std::uint32_t, std::uint64_t, std::uint64_t>>
+      expected = {{false, 0, 0, 100, 0}, {false, 1, 0, 300, 1}, {false, 2, 1, 700, 2},
+                  {true, 0, 0, 100, 3},  {true, 2, 1, 700, 5},  {false, 3, 0, 50, 6},
+                  {true, 3, 0, 50, 7}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const AllocationOp& op = s.ops[i];
+    EXPECT_EQ(std::tuple(op.is_free, op.allocation, op.device, op.size, op.seq), expected[i]) << i;
+  }
+  EXPECT_EQ(PeakLoadByDevice(s), (std::vector<std::uint64_t>{400, 700}));
+}
+
+TEST(AllocationSequence, OomsAllocIdMismatchesAndLostFrees) {
+  Event oom = Make(EventType::kOom, 0, 0, 5000, 0, 3);
+  oom.oom.request = 5000;
+  const std::vector<Event> events = {
+      Alloc(0, 0x1000, 100, 1, 0),
+      Alloc(0, 0x1000, 200, 2, 1),  // the free of the first was lost
+      Free(0, 0x1000, 9, 2),        // alloc_id disagrees: still the allocation at 0x1000
+      oom,
+  };
+  const AllocationSequence s = Build({}, events);
+  EXPECT_EQ(s.implicit_frees, 1u);
+  EXPECT_EQ(s.alloc_id_mismatches, 1u);
+  EXPECT_EQ(s.recorded_ooms, 1u);
+  EXPECT_EQ(s.warnings.size(), 2u);
+  ASSERT_EQ(s.ops.size(), 5u);
+  EXPECT_TRUE(s.ops[1].is_free);
+  EXPECT_EQ(s.ops[1].allocation, 0u);
+  EXPECT_EQ(s.ops[3].allocation, 1u);
+  EXPECT_EQ(s.ops[4].allocation, AllocationOp::kNoAllocation);
+  EXPECT_EQ(s.ops[4].size, 5000u);
+  EXPECT_EQ(PeakLoadByDevice(s), (std::vector<std::uint64_t>{5000}));
+  ASSERT_EQ(s.time_ns.size(), s.ops.size());
+}
+
+TEST(AllocationSequence, SynthTraceIsFullyMatched) {
+  const Trace trace = SynthTrace(20000);
+  const AllocationSequence& s = trace.sequence;
+  EXPECT_EQ(s.unmatched_frees, 0u);
+  EXPECT_TRUE(s.warnings.empty());
+  EXPECT_EQ(s.ops.size(), 20000u);
+  EXPECT_FALSE(s.tags.empty());
+  std::vector<bool> seen(s.allocations, false);
+  for (const AllocationOp& op : s.ops) {
+    ASSERT_LT(op.allocation, s.allocations);
+    if (!op.is_free) {
+      EXPECT_FALSE(seen[op.allocation]) << "indices are dense and used once";
+      seen[op.allocation] = true;
+    }
+  }
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }));
+  EXPECT_EQ(PeakLoadByDevice(s).at(0), PeaksOf(trace.events, 0).load);
+}
+
+// --- replay ---
+
+TEST(Replay, IsDeterministic) {
+  const Trace trace = SynthTrace(30000);
+  RecordingSink first, second;
+  ReplayOptions options = Options("growth=on,gc=on");
+  options.record = &first;
+  const ReplayResult a = Replay(trace.sequence, options);
+  options.record = &second;
+  const ReplayResult b = Replay(trace.sequence, options);
+  ASSERT_EQ(a.devices.size(), 1u);
+  const DeviceMetrics& ma = a.devices[0].metrics;
+  const DeviceMetrics& mb = b.devices[0].metrics;
+  EXPECT_EQ(std::tuple(ma.peak_load, ma.peak_in_use, ma.peak_reserved, ma.utilization_at_peak,
+                       ma.fragmentation_at_peak, ma.peak_internal_waste, ma.allocations, ma.ooms),
+            std::tuple(mb.peak_load, mb.peak_in_use, mb.peak_reserved, mb.utilization_at_peak,
+                       mb.fragmentation_at_peak, mb.peak_internal_waste, mb.allocations, mb.ooms));
+  const std::vector<Event> ea = first.events(), eb = second.events();
+  ASSERT_EQ(ea.size(), eb.size());
+  EXPECT_TRUE(std::equal(ea.begin(), ea.end(), eb.begin(),
+                         [](const Event& x, const Event& y) { return Fields(x) == Fields(y); }));
+  EXPECT_EQ(Names(first), Names(second));
+  EXPECT_EQ(a.ops_replayed, trace.sequence.ops.size());
+  EXPECT_FALSE(a.stopped_at_oom);
+
+  // The recorded replay is a trace of its own: same requests, same tags, same timestamps.
+  const std::vector<std::string> tags = Names(first);
+  const AllocationSequence again = Build(a.header, ea, &tags);
+  ASSERT_EQ(again.ops.size(), trace.sequence.ops.size());
+  for (std::size_t i = 0; i < again.ops.size(); ++i) {
+    const AllocationOp& x = again.ops[i];
+    const AllocationOp& y = trace.sequence.ops[i];
+    ASSERT_EQ(std::tuple(x.is_free, x.size, x.allocation, x.device), std::tuple(y.is_free, y.size, y.allocation, y.device)) << i;
+    ASSERT_EQ(again.tags.at(x.tag - 1), trace.sequence.tags.at(y.tag - 1)) << i;
+    ASSERT_EQ(again.time_ns[i], trace.sequence.time_ns[i]) << i;
+  }
+  EXPECT_EQ(Replay(again, options).devices[0].metrics.peak_reserved, ma.peak_reserved);
+
+  // The header is known before the replay runs.
+  const traces::TraceHeader header = ReplayTraceHeader(trace.sequence, options);
+  EXPECT_EQ(header.producer, a.header.producer);
+  EXPECT_EQ(header.alloc_conf, a.header.alloc_conf);
+  ASSERT_EQ(header.devices.size(), 1u);
+  EXPECT_EQ(header.devices[0].capacity, 80 * GiB);
+  EXPECT_EQ(header.devices[0].backing, "sim");
+}
+
+class SameConf : public ::testing::TestWithParam<const char*> {};
+
+// Synth under conf X, replay under conf X: the same allocator sees the same requests, so the
+// recorded peaks come back exactly; and the metrics agree with peaks computed from the events.
+TEST_P(SameConf, ReproducesTheRecordedPeaks) {
+  const std::string conf = GetParam();
+  const Trace trace = SynthTrace(40000, conf);
+  const Peaks recorded = PeaksOf(trace.events, 0);
+  RecordingSink sink;
+  ReplayOptions options;
+  options.conf = ParseAllocConf(trace.header.alloc_conf);
+  options.record = &sink;
+  const ReplayResult result = Replay(trace.sequence, options);
+  ASSERT_FALSE(result.stopped_at_oom);
+  const DeviceReplay& device = *result.Device(0);
+  const DeviceMetrics& m = device.metrics;
+  EXPECT_EQ(m.peak_reserved, recorded.reserved);
+  EXPECT_EQ(m.peak_in_use, recorded.in_use);
+  EXPECT_EQ(m.peak_load, recorded.load);
+  EXPECT_EQ(m.peak_internal_waste, recorded.waste);
+  EXPECT_DOUBLE_EQ(m.utilization_at_peak, recorded.utilization);
+  EXPECT_GE(m.fragmentation_at_peak, 0.0);
+  EXPECT_LT(m.fragmentation_at_peak, 1.0);
+  EXPECT_GE(m.overhead(), 1.0);
+  EXPECT_EQ(device.final_stats.total_allocs, m.allocations);
+  const Peaks replayed = PeaksOf(sink.events(), 0);
+  EXPECT_EQ(replayed.reserved, m.peak_reserved);
+  EXPECT_DOUBLE_EQ(replayed.utilization, m.utilization_at_peak);
+  EXPECT_EQ(result.header.alloc_conf, trace.header.alloc_conf);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, SameConf,
+                         ::testing::Values("backing=sim,capacity=80GiB",
+                                           "backing=sim,capacity=24GiB,growth=off,gc=off",
+                                           "backing=sim,capacity=16GiB,expandable=on",
+                                           "backing=sim,capacity=16GiB,preallocate=0.5",
+                                           "backing=sim,capacity=16GiB,passthrough=on"));
+
+TEST(Replay, StopsAtTheFirstOomWithADiagnosis) {
+  QuietOoms quiet;
+  const Trace trace = SynthTrace(30000);
+  RecordingSink sink;
+  ReplayOptions options = Options("limit=1GiB");
+  options.record = &sink;
+  const ReplayResult result = Replay(trace.sequence, options);
+  EXPECT_TRUE(result.stopped_at_oom);
+  EXPECT_LT(result.ops_replayed, trace.sequence.ops.size());
+  const DeviceReplay& device = result.devices.at(0);
+  EXPECT_EQ(device.metrics.ooms, 1u);
+  ASSERT_EQ(device.ooms.size(), 1u);
+  const OomDiagnosis& oom = device.ooms[0];
+  EXPECT_EQ(oom.op_index + 1, result.ops_replayed);
+  const AllocationOp& op = trace.sequence.ops.at(oom.op_index);
+  EXPECT_FALSE(op.is_free);
+  EXPECT_EQ(oom.seq, op.seq);
+  EXPECT_EQ(trace.events.at(oom.seq).type, EventType::kAlloc) << "seq names the trace's event";
+  EXPECT_EQ(oom.report.numbers.request, op.size);
+  EXPECT_EQ(oom.report.numbers.limit, 1 * GiB);
+  EXPECT_TRUE(oom.report.cause() == OomCause::kCapacity || oom.report.cause() == OomCause::kFragmentation);
+  EXPECT_FALSE(oom.report.explanation.empty());
+  EXPECT_LE(oom.nearest_holes.size(), 5u);
+  EXPECT_TRUE(std::is_sorted(oom.nearest_holes.begin(), oom.nearest_holes.end(),
+                             [](const Hole& a, const Hole& b) { return a.size > b.size; }));
+  const std::vector<Event> replayed = sink.events();
+  ASSERT_FALSE(replayed.empty());
+  EXPECT_EQ(replayed.back().type, EventType::kOom);
+}
+
+TEST(Replay, FragmentationOomNamesTheHolesThatAlmostFit) {
+  // Eight 1 MiB blocks fill four 2 MiB regions; every other one is freed: 4 MiB free in four
+  // separate 1 MiB holes, and a 1.5 MiB request fits none of them.
+  std::vector<Event> events;
+  std::uint64_t seq = 0;
+  for (std::uint64_t i = 0; i < 8; ++i) events.push_back(Alloc(0, 0x100000 * (i + 1), MiB, i + 1, seq++));
+  for (std::uint64_t i = 0; i < 8; i += 2) events.push_back(Free(0, 0x100000 * (i + 1), i + 1, seq++));
+  events.push_back(Alloc(0, 0x900000, MiB + MiB / 2, 9, seq++));
+  const AllocationSequence sequence = Build({}, events);
+  QuietOoms quiet;
+  const ReplayResult result = Replay(sequence, Options("limit=8MiB,growth=off,gc=off"));
+  ASSERT_TRUE(result.stopped_at_oom);
+  const OomDiagnosis& oom = result.devices.at(0).ooms.at(0);
+  EXPECT_EQ(oom.report.cause(), OomCause::kFragmentation);
+  EXPECT_EQ(oom.seq, 12u);
+  ASSERT_EQ(oom.nearest_holes.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(oom.nearest_holes[i].size, MiB);
+    if (i > 0) {
+      EXPECT_LT(oom.nearest_holes[i - 1].address, oom.nearest_holes[i].address);
+    }
+  }
+}
+
+TEST(Replay, ContinuesPastOoms) {
+  QuietOoms quiet;
+  const Trace trace = SynthTrace(30000);
+  ReplayOptions options = Options("limit=1GiB");
+  options.continue_past_oom = true;
+  options.max_diagnoses = 3;
+  const ReplayResult result = Replay(trace.sequence, options);
+  EXPECT_FALSE(result.stopped_at_oom);
+  EXPECT_EQ(result.ops_replayed, trace.sequence.ops.size());
+  const DeviceReplay& device = result.devices.at(0);
+  EXPECT_GT(device.metrics.ooms, 3u);
+  EXPECT_EQ(device.ooms.size(), 3u);
+  EXPECT_EQ(device.final_stats.total_ooms, device.metrics.ooms);
+  EXPECT_GT(device.skipped_frees, 0u);
+  EXPECT_LT(device.ooms[0].op_index, device.ooms[1].op_index);
+  EXPECT_LE(device.metrics.peak_reserved, 1 * GiB);
+}
+
+TEST(Replay, RecordedOomsAreAskedAgain) {
+  QuietOoms quiet;
+  const Trace trace = SynthTrace(20000, "backing=sim,capacity=80GiB,limit=768MiB");
+  ASSERT_GT(trace.sequence.recorded_ooms, 0u);
+  // Under the recording's own configuration the first OOM comes back at the same event.
+  ReplayOptions options = Options(trace.header.alloc_conf);
+  const ReplayResult same = Replay(trace.sequence, options);
+  ASSERT_TRUE(same.stopped_at_oom);
+  const auto first_oom = std::find_if(trace.events.begin(), trace.events.end(),
+                                      [](const Event& e) { return e.type == EventType::kOom; });
+  EXPECT_EQ(same.devices[0].ooms.at(0).seq, first_oom->seq);
+  // With room, every request fits.
+  const ReplayResult roomy = Replay(trace.sequence, Options("capacity=80GiB"));
+  EXPECT_FALSE(roomy.stopped_at_oom);
+}
+
+TEST(Replay, OneSimulatedDevicePerTraceDevice) {
+  const Trace trace = SynthTrace(20000, "backing=sim,capacity=80GiB", 2);
+  ASSERT_EQ(trace.sequence.devices.size(), 2u);
+  RecordingSink sink;
+  ReplayOptions options = Options("capacity=40GiB");
+  options.record = &sink;
+  const ReplayResult result = Replay(trace.sequence, options);
+  ASSERT_EQ(result.devices.size(), 2u);
+  ASSERT_EQ(result.header.devices.size(), 2u);
+  EXPECT_EQ(result.header.devices[1].index, 1u);
+  EXPECT_EQ(result.header.devices[1].capacity, 40 * GiB);
+  for (std::uint32_t d = 0; d < 2; ++d) {
+    EXPECT_EQ(result.Device(d)->metrics.peak_reserved, PeaksOf(sink.events(), d).reserved);
+    EXPECT_EQ(result.Device(d)->metrics.peak_reserved, PeaksOf(trace.events, d).reserved);
+  }
+}
+
+TEST(Replay, VirtualDevices) {
+  const std::string conf = "backing=sim,capacity=32GiB,virtual_devices=16GiB+16GiB";
+  const Trace trace = SynthTrace(20000, conf, 2);
+  const ReplayResult result = Replay(trace.sequence, Options(conf));
+  ASSERT_EQ(result.devices.size(), 2u);
+  EXPECT_FALSE(result.stopped_at_oom);
+  for (std::uint32_t d = 0; d < 2; ++d) {
+    EXPECT_EQ(result.Device(d)->metrics.peak_reserved, PeaksOf(trace.events, d).reserved);
+    EXPECT_EQ(result.Device(d)->final_stats.limit, 16 * GiB);
+  }
+  // A two-device trace does not fit one virtual device.
+  try {
+    Replay(trace.sequence, Options("capacity=32GiB,virtual_devices=16GiB"));
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key(), "virtual_devices");
+  }
+}
+
+TEST(Replay, AnyBackingRunsOnSimWithAWarning) {
+  const Trace trace = SynthTrace(5000);
+  const ReplayResult result = Replay(trace.sequence, Options("backing=host,capacity=16GiB"));
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_NE(result.warnings[0].find("backing=host"), std::string::npos);
+  EXPECT_FALSE(result.stopped_at_oom);
+  EXPECT_EQ(result.header.devices.at(0).backing, "sim");
+}
+
+TEST(Replay, ReportsProgressAndRejectsAConfigThatDoesNotFit) {
+  const Trace trace = SynthTrace(5000);
+  ReplayOptions options = Options("");
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+  options.progress = [&](std::uint64_t done, std::uint64_t total) { calls.emplace_back(done, total); };
+  Replay(trace.sequence, options);
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back().first, 5000u);
+  EXPECT_EQ(calls.back().second, 5000u);
+  options.capacity = 4 * GiB;
+  options.conf.limit = 8 * GiB;
+  EXPECT_THROW(Replay(trace.sequence, options), ConfigError);
+}
+
+// --- min-limit ---
+
+TEST(MinLimit, FindsTheSmallestLimitToTheMiB) {
+  QuietOoms quiet;
+  const Trace trace = SynthTrace(20000);
+  for (const char* conf : {"", "growth=off,gc=off", "expandable=on"}) {
+    SCOPED_TRACE(conf);
+    const ReplayOptions options = Options(conf);
+    const MinLimitResult found = FindMinLimit(trace.sequence, options);
+    ASSERT_TRUE(found.fits_at_all);
+    EXPECT_EQ(found.peak_load, PeaksOf(trace.events, 0).load);
+    EXPECT_GE(found.min_limit, found.peak_load);
+    EXPECT_GT(found.replays, 2u);
+    EXPECT_LT(found.replays, 25u);
+    ReplayOptions at = options;
+    at.conf.limit = found.min_limit;
+    EXPECT_FALSE(Replay(trace.sequence, at).stopped_at_oom);
+    at.conf.limit = found.min_limit - MiB;
+    EXPECT_TRUE(Replay(trace.sequence, at).stopped_at_oom);
+  }
+}
+
+TEST(MinLimit, SaysWhenNothingFitsAndRefusesVirtualDevices) {
+  QuietOoms quiet;
+  const Trace trace = SynthTrace(20000);
+  ReplayOptions options = Options("");
+  options.capacity = 256 * MiB;
+  const MinLimitResult none = FindMinLimit(trace.sequence, options);
+  EXPECT_FALSE(none.fits_at_all);
+  EXPECT_EQ(none.replays, 1u);
+  try {
+    FindMinLimit(trace.sequence, Options("capacity=16GiB,virtual_devices=8GiB+8GiB"));
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key(), "virtual_devices");
+  }
+}
+
+// --- speed (prints; asserts nothing about the machine) ---
+
+void MeasureThroughput(std::uint64_t events) {
+  const auto now = [] { return std::chrono::steady_clock::now(); };
+  const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  SynthOptions synth;
+  synth.events = events;
+  RecordingSink sink;
+  const auto t0 = now();
+  const traces::TraceHeader header = Synthesize(synth, sink);
+  const auto t1 = now();
+  const std::vector<Event> recorded = sink.events();
+  const auto t2 = now();
+  const AllocationSequence sequence = Build(header, recorded, nullptr, 65536);
+  const auto t3 = now();
+  const ReplayResult result = Replay(sequence, Options(""));
+  const double ops = static_cast<double>(result.ops_replayed);
+  std::printf("synth into a RecordingSink: %llu events in %.3f s; copy out %.3f s\n",
+              static_cast<unsigned long long>(recorded.size()), seconds(t0, t1), seconds(t1, t2));
+  std::printf("build sequence: %.3f s = %.2f M events/s\n", seconds(t2, t3),
+              static_cast<double>(recorded.size()) / seconds(t2, t3) / 1e6);
+  std::printf("replay, default conf: %.0f ops in %.3f s = %.2f M ops/s; peak LOAD %.2f GiB, "
+              "peak reserved %.2f GiB\n",
+              ops, result.seconds, ops / result.seconds / 1e6,
+              static_cast<double>(result.devices[0].metrics.peak_load) / static_cast<double>(GiB),
+              static_cast<double>(result.devices[0].metrics.peak_reserved) / static_cast<double>(GiB));
+  EXPECT_FALSE(result.stopped_at_oom);
+}
+
+TEST(ReplaySpeed, OneMillionOps) { MeasureThroughput(1000000); }
+
+// Run by hand: replay_test --gtest_also_run_disabled_tests --gtest_filter='*TenMillion*'
+TEST(ReplaySpeed, DISABLED_TenMillionOps) { MeasureThroughput(10000000); }
+
+}  // namespace
+}  // namespace fragscope::analysis

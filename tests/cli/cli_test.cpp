@@ -1,0 +1,258 @@
+// The `fragscope` command line as a user runs it: exit codes, error messages, JSON shapes, golden
+// reports of the committed sample traces, determinism of replay, and the min-limit contract.
+//
+// Golden files live in tests/golden/; after an intended change of the output, regenerate them with
+//   FRAGSCOPE_UPDATE_GOLDEN=1 ctest -R Cli
+// and review the diff.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
+std::string Quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fragscope_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs fragscope with `args` (each quoted), capturing stdout, stderr and the exit code.
+  Result Run(const std::vector<std::string>& args) {
+    std::string command = Quote(FRAGSCOPE_CLI);
+    for (const auto& arg : args) command += " " + Quote(arg);
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    command += " >" + Quote(out.string()) + " 2>" + Quote(err.string());
+    const int status = std::system(command.c_str());
+    Result result;
+    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = Slurp(out);
+    result.err = Slurp(err);
+    return result;
+  }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string Sample(const std::string& name) {
+    return (fs::path(FRAGSCOPE_SOURCE_DIR) / "traces" / "samples" / name).string();
+  }
+
+  // Compares `actual` with tests/golden/NAME, or rewrites it when FRAGSCOPE_UPDATE_GOLDEN is set.
+  static void ExpectGolden(const std::string& name, const std::string& actual) {
+    const fs::path path = fs::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "golden" / name;
+    if (std::getenv("FRAGSCOPE_UPDATE_GOLDEN") != nullptr) {
+      std::ofstream(path, std::ios::binary) << actual;
+      return;
+    }
+    ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with FRAGSCOPE_UPDATE_GOLDEN=1";
+    EXPECT_EQ(actual, Slurp(path)) << "output differs from " << path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, HelpListsEverySubcommand) {
+  const Result r = Run({"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* sub : {"report", "replay", "compare", "min-limit", "convert", "synth"}) {
+    EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
+  }
+  for (const char* sub : {"report", "replay", "compare", "min-limit", "convert", "synth"}) {
+    const Result help = Run({sub, "--help"});
+    EXPECT_EQ(help.code, 0) << sub;
+    EXPECT_NE(help.out.find("--"), std::string::npos) << sub;
+  }
+}
+
+TEST_F(Cli, UsageErrorsExitTwoAndSayWhy) {
+  Result r = Run({});
+  EXPECT_EQ(r.code, 2);
+  r = Run({"frobnicate"});
+  EXPECT_EQ(r.code, 2);
+  r = Run({"replay", Sample("synth-small.fst")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--alloc-conf"), std::string::npos) << r.err;
+  r = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "grwoth=on"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown key 'grwoth'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'growth'"), std::string::npos) << r.err;
+  r = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "growth=on", "--capacity", "lots"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--capacity: 'lots' is not a size"), std::string::npos) << r.err;
+  r = Run({"synth", "--events", "0", "--out", Path("x.fst")});
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST_F(Cli, MissingAndMalformedFilesNameTheFile) {
+  Result r = Run({"report", Path("missing.fst")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("missing.fst"), std::string::npos) << r.err;
+  std::ofstream(Path("garbage.fst"), std::ios::binary) << "this is not a trace at all, just text\n";
+  r = Run({"report", Path("garbage.fst")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("garbage.fst"), std::string::npos) << r.err;
+  std::ofstream(Path("empty.fst"), std::ios::binary).flush();
+  r = Run({"report", Path("empty.fst")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("empty"), std::string::npos) << r.err;
+  std::ofstream(Path("bad.jsonl"), std::ios::binary) << "{\"type\": \"header\"}\n{not json\n";
+  r = Run({"report", Path("bad.jsonl")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.jsonl"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, GoldenReportsOfTheSamples) {
+  for (const std::string name : {"synth-small", "synth-oom"}) {
+    SCOPED_TRACE(name);
+    Result text = Run({"report", Sample(name + ".fst")});
+    Result json = Run({"report", Sample(name + ".fst"), "--json"});
+    const int expected = name == "synth-oom" ? 1 : 0;
+    EXPECT_EQ(text.code, expected) << text.err;
+    EXPECT_EQ(json.code, expected) << json.err;
+    // The path in the output depends on the checkout: show it relative.
+    auto relative = [&](std::string s) {
+      const std::string absolute = Sample(name + ".fst");
+      for (auto at = s.find(absolute); at != std::string::npos; at = s.find(absolute)) {
+        s.replace(at, absolute.size(), "traces/samples/" + name + ".fst");
+      }
+      return s;
+    };
+    ExpectGolden("report-" + name + ".txt", relative(text.out));
+    ExpectGolden("report-" + name + ".json", relative(json.out));
+  }
+}
+
+TEST_F(Cli, ReportJsonHasTheDocumentedShape) {
+  const Result r = Run({"report", Sample("synth-oom.fst"), "--json"});
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(json.contains("events"));
+  ASSERT_TRUE(json["devices"].is_array());
+  const auto& device = json["devices"][0];
+  for (const char* key : {"device", "peak_load", "peak_in_use", "peak_reserved", "overhead",
+                          "utilization_at_peak", "ooms"}) {
+    EXPECT_TRUE(device.contains(key)) << key;
+  }
+  ASSERT_FALSE(device["ooms"].empty());
+  const auto& oom = device["ooms"][0];
+  for (const char* key : {"seq", "request", "rounded", "limit", "reserved", "in_use", "free_in_regions",
+                          "largest_free", "cause", "explanation"}) {
+    EXPECT_TRUE(oom.contains(key)) << key;
+  }
+  EXPECT_GE(device["peak_reserved"].get<std::uint64_t>(), device["peak_load"].get<std::uint64_t>());
+}
+
+TEST_F(Cli, ReplayIsDeterministicAndRecordsATrace) {
+  const std::vector<std::string> args = {"replay", Sample("synth-small.fst"), "--alloc-conf",
+                                         "growth=off,gc=on", "--json"};
+  auto first = nlohmann::json::parse(Run(args).out);
+  auto second = nlohmann::json::parse(Run(args).out);
+  first.erase("seconds");
+  second.erase("seconds");
+  EXPECT_EQ(first, second);
+
+  const Result recorded = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "growth=off",
+                               "--out", Path("replay.fst")});
+  ASSERT_EQ(recorded.code, 0) << recorded.err;
+  const auto replayed = nlohmann::json::parse(Run({"report", Path("replay.fst"), "--json"}).out);
+  // The report of the recorded replay shows the peaks the replay measured.
+  EXPECT_EQ(replayed["devices"][0]["peak_reserved"], first["devices"][0]["peak_reserved"]);
+  EXPECT_EQ(replayed["devices"][0]["peak_load"], first["devices"][0]["peak_load"]);
+}
+
+TEST_F(Cli, MinLimitRunsAndOneMebibyteLessRunsOutOfMemory) {
+  const Result r = Run({"min-limit", Sample("synth-small.fst"), "--alloc-conf", "growth=on", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  const auto limit = json["min_limit"].get<std::uint64_t>();
+  EXPECT_GE(limit, json["peak_load"].get<std::uint64_t>());
+  const std::string at = "growth=on,limit=" + std::to_string(limit);
+  const std::string below = "growth=on,limit=" + std::to_string(limit - (1u << 20));
+  EXPECT_EQ(Run({"replay", Sample("synth-small.fst"), "--alloc-conf", at}).code, 0);
+  const Result fails = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", below, "--json"});
+  EXPECT_EQ(fails.code, 1);
+  EXPECT_FALSE(nlohmann::json::parse(fails.out)["devices"][0]["ooms"].empty());
+}
+
+TEST_F(Cli, CompareHasOneRowPerConfiguration) {
+  const Result r = Run({"compare", Sample("synth-small.fst"), "--alloc-conf", "growth=on",
+                        "--alloc-conf", "growth=off", "--alloc-conf", "expandable=on", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json["configurations"].size(), 3u);
+  for (const auto& row : json["configurations"]) {
+    EXPECT_GE(row["overhead"].get<double>(), 1.0);
+    EXPECT_EQ(row["peak_load"], json["configurations"][0]["peak_load"]) << "same sequence, same LOAD";
+  }
+  const Result text = Run({"compare", Sample("synth-small.fst"), "--alloc-conf", "growth=on",
+                           "--alloc-conf", "expandable=on"});
+  EXPECT_NE(text.out.find("peak reserved"), std::string::npos);
+  EXPECT_NE(text.out.find("expandable=on"), std::string::npos);
+}
+
+TEST_F(Cli, ConvertRoundTripKeepsTheReport) {
+  ASSERT_EQ(Run({"convert", Sample("synth-small.fst"), Path("t.jsonl")}).code, 0);
+  ASSERT_EQ(Run({"convert", Path("t.jsonl"), Path("t.fst"), "--to", "fst"}).code, 0);
+  auto original = nlohmann::json::parse(Run({"report", Sample("synth-small.fst"), "--json"}).out);
+  auto via_jsonl = nlohmann::json::parse(Run({"report", Path("t.jsonl"), "--json"}).out);
+  auto back = nlohmann::json::parse(Run({"report", Path("t.fst"), "--json"}).out);
+  for (auto* json : {&original, &via_jsonl, &back}) {
+    json->erase("trace");
+    json->erase("format");
+  }
+  EXPECT_EQ(original["devices"], via_jsonl["devices"]);
+  EXPECT_EQ(original["devices"], back["devices"]);
+  EXPECT_EQ(original["events"], back["events"]);
+  // One JSON object per line, the header first.
+  std::istringstream lines(Slurp(Path("t.jsonl")));
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(nlohmann::json::parse(line)["type"], "header");
+  std::getline(lines, line);
+  EXPECT_TRUE(nlohmann::json::parse(line).contains("seq"));
+}
+
+TEST_F(Cli, SynthIsSeeded) {
+  ASSERT_EQ(Run({"synth", "--events", "5000", "--seed", "9", "--out", Path("a.fst")}).code, 0);
+  ASSERT_EQ(Run({"synth", "--events", "5000", "--seed", "9", "--out", Path("b.fst")}).code, 0);
+  ASSERT_EQ(Run({"synth", "--events", "5000", "--seed", "10", "--out", Path("c.fst")}).code, 0);
+  auto report = [&](const std::string& name) {
+    auto json = nlohmann::json::parse(Run({"report", Path(name), "--json"}).out);
+    json.erase("trace");
+    return json;
+  };
+  EXPECT_EQ(report("a.fst"), report("b.fst"));
+  EXPECT_NE(report("a.fst")["devices"], report("c.fst")["devices"]);
+  EXPECT_GE(report("a.fst")["events"].get<std::uint64_t>(), 5000u);
+}
+
+}  // namespace

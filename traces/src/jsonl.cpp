@@ -1,0 +1,314 @@
+#include "fragscope/traces/jsonl.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <ostream>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "block_codec.hpp"
+#include "header_json.hpp"
+
+namespace fragscope::traces {
+namespace {
+
+using nlohmann::json;
+
+// Field bits, in the order fields are written.
+enum Field : unsigned {
+  kStream = 1u << 0,
+  kAddress = 1u << 1,
+  kSize = 1u << 2,
+  kRounded = 1u << 3,
+  kRegion = 1u << 4,
+  kTag = 1u << 5,
+  kThread = 1u << 6,
+  kAllocId = 1u << 7,
+};
+
+// The fields each type uses (event.hpp); those are written even when zero.
+unsigned TypeFields(EventType type) {
+  switch (type) {
+    case EventType::kAlloc: return kStream | kAddress | kSize | kRounded | kRegion | kTag | kThread | kAllocId;
+    case EventType::kFree: return kAddress | kSize | kRounded | kAllocId;
+    case EventType::kRegionReserve:
+    case EventType::kRegionRelease: return kAddress | kSize;
+    case EventType::kOom: return kStream | kTag;
+    case EventType::kMarker: return kTag;
+  }
+  return 0;
+}
+
+bool KnownType(EventType type) {
+  return type >= EventType::kAlloc && type <= EventType::kMarker;
+}
+
+class LineWriter {
+ public:
+  LineWriter(std::ostream& out, std::function<const std::string&(TagId)> tag_name)
+      : out_(out), tag_name_(std::move(tag_name)) {}
+  ~LineWriter() { Drain(); }
+  LineWriter(const LineWriter&) = delete;
+  LineWriter& operator=(const LineWriter&) = delete;
+
+  void Header(const TraceHeader& header) {
+    nlohmann::ordered_json line;
+    line["type"] = "header";
+    const nlohmann::ordered_json fields = detail::HeaderToJson(header);
+    for (const auto& [key, value] : fields.items()) line[key] = value;
+    const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace);
+    buffer_.append(text.data(), text.data() + text.size());
+    buffer_.push_back('\n');
+  }
+
+  void Write(const Event& e) {
+    auto it = std::back_inserter(buffer_);
+    if (KnownType(e.type)) {
+      fmt::format_to(it, R"({{"type":"{}")", ToString(e.type));
+    } else {
+      fmt::format_to(it, R"({{"type":{})", static_cast<unsigned>(e.type));
+    }
+    fmt::format_to(it, R"(,"seq":{},"time_ns":{},"device":{})", e.seq, e.time_ns, e.device);
+    const unsigned native = TypeFields(e.type);
+    unsigned present = native;
+    if (e.stream != 0) present |= kStream;
+    if (e.address != 0) present |= kAddress;
+    if (e.size != 0) present |= kSize;
+    if (e.rounded != 0) present |= kRounded;
+    if (e.region != 0) present |= kRegion;
+    if (e.tag != kNoTag) present |= kTag;
+    if (e.thread != 0) present |= kThread;
+    if (e.alloc_id != 0) present |= kAllocId;
+    if (present & kStream) fmt::format_to(it, R"(,"stream":{})", e.stream);
+    if (present & kAddress) fmt::format_to(it, R"(,"address":{})", e.address);
+    if (present & kSize) fmt::format_to(it, R"(,"size":{})", e.size);
+    if (present & kRounded) fmt::format_to(it, R"(,"rounded":{})", e.rounded);
+    if (present & kRegion) fmt::format_to(it, R"(,"region":{})", e.region);
+    if (present & kTag) fmt::format_to(it, R"(,"tag":{})", EscapedTag(e.tag));
+    if (present & kThread) fmt::format_to(it, R"(,"thread":{})", e.thread);
+    if (present & kAllocId) fmt::format_to(it, R"(,"alloc_id":{})", e.alloc_id);
+    if (e.type == EventType::kOom) {
+      const OomRecord& o = e.oom;
+      fmt::format_to(it,
+                     R"(,"oom":{{"request":{},"rounded":{},"limit":{},"reserved":{},"in_use":{},"live_requested":{},)"
+                     R"("free_in_regions":{},"largest_free":{},"headroom":{},"chunk_count":{},"region_count":{},)",
+                     o.request, o.rounded, o.limit, o.reserved, o.in_use, o.live_requested, o.free_in_regions,
+                     o.largest_free, o.headroom, o.chunk_count, o.region_count);
+      const std::string_view cause = ToString(o.cause);
+      if (cause == "unknown") {
+        fmt::format_to(it, R"("cause":{}}})", static_cast<unsigned>(o.cause));
+      } else {
+        fmt::format_to(it, R"("cause":"{}"}})", cause);
+      }
+    }
+    buffer_.append(std::string_view("}\n"));
+    if (buffer_.size() > (1 << 16)) Drain();
+  }
+
+  void Drain() {
+    out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    buffer_.clear();
+  }
+
+ private:
+  const std::string& EscapedTag(TagId id) {
+    if (id >= escaped_.size()) escaped_.resize(id + 1);
+    if (escaped_[id].empty()) escaped_[id] = detail::JsonString(tag_name_(id));
+    return escaped_[id];
+  }
+
+  std::ostream& out_;
+  std::function<const std::string&(TagId)> tag_name_;
+  std::vector<std::string> escaped_;  // by id: the name as a JSON string
+  fmt::memory_buffer buffer_;
+};
+
+const std::string kEmpty;
+
+// --- reading -------------------------------------------------------------------------------
+
+constexpr const char* kEventKeys =
+    "type, seq, time_ns, device, stream, address, size, rounded, region, tag, thread, alloc_id, oom (oom events)";
+constexpr const char* kOomKeys =
+    "request, rounded, limit, reserved, in_use, live_requested, free_in_regions, largest_free, headroom, "
+    "chunk_count, region_count, cause";
+
+std::uint64_t Unsigned(const json& value, std::string_view key, std::uint64_t max) {
+  if (!value.is_number_unsigned() || value.get<std::uint64_t>() > max) {
+    throw std::runtime_error(fmt::format("\"{}\" must be an integer from 0 to {}", key, max));
+  }
+  return value.get<std::uint64_t>();
+}
+
+EventType ParseType(const json& value) {
+  if (value.is_string()) {
+    const std::string& name = value.get_ref<const std::string&>();
+    for (EventType type : {EventType::kAlloc, EventType::kFree, EventType::kRegionReserve, EventType::kRegionRelease,
+                           EventType::kOom, EventType::kMarker}) {
+      if (name == ToString(type)) return type;
+    }
+  }
+  throw std::runtime_error(fmt::format(
+      "unknown event type {}; valid types: header (first line only), alloc, free, region_reserve, region_release, "
+      "oom, marker",
+      value.dump()));
+}
+
+OomCause ParseCause(const json& value) {
+  if (value.is_string()) {
+    for (OomCause cause :
+         {OomCause::kCapacity, OomCause::kFragmentation, OomCause::kBacking, OomCause::kRequestTooLarge}) {
+      if (value.get_ref<const std::string&>() == ToString(cause)) return cause;
+    }
+  } else if (value.is_number_unsigned() && value.get<std::uint64_t>() <= 0xFF) {
+    return static_cast<OomCause>(value.get<std::uint64_t>());
+  }
+  throw std::runtime_error(fmt::format(
+      "unknown oom cause {}; valid causes: capacity, fragmentation, backing, request-too-large", value.dump()));
+}
+
+OomRecord ParseOom(const json& in) {
+  if (!in.is_object()) throw std::runtime_error("\"oom\" must be an object");
+  OomRecord oom;
+  for (const auto& [key, value] : in.items()) {
+    std::uint64_t* field = key == "request"           ? &oom.request
+                           : key == "rounded"         ? &oom.rounded
+                           : key == "limit"           ? &oom.limit
+                           : key == "reserved"        ? &oom.reserved
+                           : key == "in_use"          ? &oom.in_use
+                           : key == "live_requested"  ? &oom.live_requested
+                           : key == "free_in_regions" ? &oom.free_in_regions
+                           : key == "largest_free"    ? &oom.largest_free
+                           : key == "headroom"        ? &oom.headroom
+                           : key == "chunk_count"     ? &oom.chunk_count
+                           : key == "region_count"    ? &oom.region_count
+                                                      : nullptr;
+    if (field != nullptr) {
+      *field = Unsigned(value, key, UINT64_MAX);
+    } else if (key == "cause") {
+      oom.cause = ParseCause(value);
+    } else {
+      throw std::runtime_error(fmt::format("unknown oom key \"{}\"; valid keys: {}", key, kOomKeys));
+    }
+  }
+  return oom;
+}
+
+Event ParseEvent(const json& in, detail::TagDictionary* tags) {
+  Event e;
+  const auto type = in.find("type");
+  if (type == in.end()) throw std::runtime_error("missing \"type\"");
+  e.type = ParseType(*type);
+  bool has_seq = false;
+  for (const auto& [key, value] : in.items()) {
+    if (key == "type") continue;
+    if (key == "seq") {
+      e.seq = Unsigned(value, key, UINT64_MAX);
+      has_seq = true;
+    } else if (key == "time_ns") {
+      e.time_ns = Unsigned(value, key, UINT64_MAX);
+    } else if (key == "device") {
+      e.device = static_cast<std::uint32_t>(Unsigned(value, key, UINT32_MAX));
+    } else if (key == "stream") {
+      e.stream = Unsigned(value, key, UINT64_MAX);
+    } else if (key == "address") {
+      e.address = Unsigned(value, key, UINT64_MAX);
+    } else if (key == "size") {
+      e.size = Unsigned(value, key, UINT64_MAX);
+    } else if (key == "rounded") {
+      e.rounded = Unsigned(value, key, UINT64_MAX);
+    } else if (key == "region") {
+      e.region = Unsigned(value, key, UINT64_MAX);
+    } else if (key == "thread") {
+      e.thread = static_cast<std::uint32_t>(Unsigned(value, key, UINT32_MAX));
+    } else if (key == "alloc_id") {
+      e.alloc_id = Unsigned(value, key, UINT64_MAX);
+    } else if (key == "tag") {
+      if (value.is_null()) continue;
+      if (!value.is_string()) throw std::runtime_error("\"tag\" must be a string (the tag's name)");
+      e.tag = tags->Intern(value.get_ref<const std::string&>());
+    } else if (key == "oom" && e.type == EventType::kOom) {
+      e.oom = ParseOom(value);
+    } else {
+      throw std::runtime_error(
+          fmt::format("unknown key \"{}\" in a {} event; valid keys: {}", key, ToString(e.type), kEventKeys));
+    }
+  }
+  if (!has_seq) throw std::runtime_error("missing \"seq\"");
+  return e;
+}
+
+}  // namespace
+
+void WriteJsonl(const Trace& trace, std::ostream& out) {
+  LineWriter writer(out, [&trace](TagId id) -> const std::string& {
+    return id == kNoTag || id > trace.tags.size() ? kEmpty : trace.tags[id - 1];
+  });
+  writer.Header(trace.header);
+  for (const Event& event : trace.events) writer.Write(event);
+}
+
+void WriteJsonl(TraceReader& reader, std::ostream& out) {
+  LineWriter writer(out, [&reader](TagId id) -> const std::string& {
+    const auto& tags = reader.tags();
+    return id == kNoTag || id > tags.size() ? kEmpty : tags[id - 1];
+  });
+  writer.Header(reader.header());
+  std::vector<Event> block;
+  while (reader.NextBlock(&block)) {
+    for (const Event& event : block) writer.Write(event);
+  }
+}
+
+Trace ReadJsonl(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
+  Trace trace;
+  detail::TagDictionary tags;
+  std::string line;
+  std::uint64_t number = 0;
+  std::uint64_t offset = 0;
+  bool have_header = false;
+  while (std::getline(in, line)) {
+    ++number;
+    const std::uint64_t line_offset = offset;
+    offset += line.size() + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    try {
+      json value;
+      try {
+        value = json::parse(line);
+      } catch (const json::parse_error& e) {
+        // nlohmann says "parse error at line 1, column N: ..."; the column is what helps here.
+        const std::string what = e.what();
+        const auto column = what.find("column");
+        throw std::runtime_error("invalid JSON: " + (column == std::string::npos ? what : what.substr(column)));
+      }
+      if (!value.is_object()) throw std::runtime_error("each line must be a JSON object");
+      const auto type = value.find("type");
+      const bool is_header = type != value.end() && type->is_string() && type->get_ref<const std::string&>() == "header";
+      if (!have_header) {
+        if (!is_header) throw std::runtime_error("the first line must be the header ({\"type\":\"header\",...})");
+        trace.header = detail::HeaderFromJson(value, /*strict=*/true, "type");
+        have_header = true;
+      } else if (is_header) {
+        throw std::runtime_error("a second header line");
+      } else {
+        trace.events.push_back(ParseEvent(value, &tags));
+      }
+    } catch (const std::exception& e) {
+      throw TraceError(path, line_offset, fmt::format("line {}: {}", number, e.what()));
+    }
+  }
+  if (in.bad()) throw TraceError(path, offset, fmt::format("read failed: {}", std::strerror(errno)));
+  if (!have_header) throw TraceError(path, 0, "no header line: not a fragscope JSON Lines trace");
+  trace.tags = tags.names();
+  return trace;
+}
+
+}  // namespace fragscope::traces
