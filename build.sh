@@ -65,9 +65,14 @@ case "${1:-help}" in
     ;;
   run)
     deps
-    build release fragscope-alloc-demo
+    build release fragscope-alloc-demo fragscope
     log "main job: training-like workload on the default allocator (sim backing, growth, gc)"
-    ./build/release/allocator/fragscope-alloc-demo "${@:2}"
+    status=0
+    ./build/release/allocator/fragscope-alloc-demo --trace build/release/run.fst "${@:2}" || status=$?
+    [ "$status" -le 1 ] || exit "$status"  # 1 is an OOM, which the report explains
+    log "report of the trace it wrote (build/release/run.fst)"
+    ./build/release/inspector/fragscope report build/release/run.fst || [ $? -eq 1 ]
+    exit "$status"
     ;;
   test)
     deps

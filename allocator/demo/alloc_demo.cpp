@@ -17,6 +17,8 @@
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/traces/trace_reader.hpp"
+#include "fragscope/traces/trace_writer.hpp"
 
 namespace {
 
@@ -32,15 +34,21 @@ struct Workload {
 // One device's run. Returns false on the first OOM (the report is in `oom`).
 class TrainingLikeRun {
  public:
-  TrainingLikeRun(fragscope::DeviceAllocator& allocator, const Workload& workload)
-      : allocator_(allocator), workload_(workload), rng_(workload.seed + allocator.device()) {}
+  // `names` interns tag names when a trace is recorded (nullptr: untagged).
+  TrainingLikeRun(fragscope::DeviceAllocator& allocator, const Workload& workload,
+                  fragscope::traces::EventSink* names)
+      : allocator_(allocator), workload_(workload), rng_(workload.seed + allocator.device()),
+        names_(names) {}
 
   bool Run(std::optional<fragscope::OomReport>* oom) {
     std::uniform_real_distribution<double> log_size(std::log(4096.0), std::log(32.0 * 1024 * 1024));
     // Weights and optimizer state: allocated once, live for the whole run.
     for (int layer = 0; layer < workload_.layers; ++layer) {
       const auto bytes = static_cast<std::uint64_t>(std::exp(log_size(rng_)));
-      if (!Take(bytes, &weights_, oom) || !Take(bytes, &weights_, oom)) return false;
+      if (!Take(bytes, &weights_, oom, Tag(layer, "weight")) ||
+          !Take(bytes, &weights_, oom, Tag(layer, "optimizer_state"))) {
+        return false;
+      }
     }
     std::uniform_real_distribution<double> batch_scale(0.5, 1.0);
     std::uniform_int_distribution<std::uint64_t> odd(1, 4 * fragscope::MiB);
@@ -53,17 +61,17 @@ class TrainingLikeRun {
         const double depth = 1.0 - 0.6 * layer / workload_.layers;  // deeper layers are smaller
         const auto bytes = static_cast<std::uint64_t>(
             static_cast<double>(workload_.activation_bytes) * scale * depth);
-        if (!Take(bytes, &activations, oom)) return false;
+        if (!Take(bytes, &activations, oom, Tag(layer, "activation"))) return false;
       }
       // Backward: a gradient temporary per layer while activations are freed in reverse.
       for (int layer = workload_.layers - 1; layer >= 0; --layer) {
         std::vector<void*> temporaries;
-        if (!Take(workload_.activation_bytes / 4, &temporaries, oom)) return false;
+        if (!Take(workload_.activation_bytes / 4, &temporaries, oom, Tag(layer, "gradient"))) return false;
         allocator_.Free(activations[layer]);
         allocator_.Free(temporaries.back());
       }
       // Now and then a small odd-sized tensor stays alive (a cache, a metric): it pins a hole.
-      if (step % 3 == 0 && !Take(odd(rng_), &pinned_, oom)) return false;
+      if (step % 3 == 0 && !Take(odd(rng_), &pinned_, oom, Tag(-1, "metrics_cache"))) return false;
     }
     return true;
   }
@@ -74,9 +82,15 @@ class TrainingLikeRun {
   }
 
  private:
-  bool Take(std::uint64_t bytes, std::vector<void*>* into, std::optional<fragscope::OomReport>* oom) {
+  fragscope::traces::TagId Tag(int layer, const char* role) {
+    if (names_ == nullptr) return fragscope::traces::kNoTag;
+    return names_->Intern(layer < 0 ? std::string(role) : fmt::format("layer{}/{}", layer, role));
+  }
+
+  bool Take(std::uint64_t bytes, std::vector<void*>* into, std::optional<fragscope::OomReport>* oom,
+            fragscope::traces::TagId tag) {
     fragscope::OomReport report;
-    void* ptr = allocator_.TryAllocate(bytes, {}, &report);
+    void* ptr = allocator_.TryAllocate(bytes, {.stream = 0, .tag = tag}, &report);
     if (ptr == nullptr) {
       *oom = std::move(report);
       return false;
@@ -90,6 +104,7 @@ class TrainingLikeRun {
   std::mt19937_64 rng_;
   std::vector<void*> weights_;
   std::vector<void*> pinned_;
+  fragscope::traces::EventSink* names_;
 };
 
 nlohmann::json StatsJson(const fragscope::AllocatorStats& s) {
@@ -139,6 +154,8 @@ int main(int argc, char** argv) {
   app.add_option("--layers", workload.layers, "layers per step")->check(CLI::Range(1, 10000));
   app.add_option("--activation", activation_text, "activation bytes per layer at full batch");
   app.add_option("--seed", workload.seed, "random seed");
+  std::string trace_path;
+  app.add_option("--trace", trace_path, "record every allocator event to this trace file (.fst)");
   app.add_flag("--json", json, "print one JSON document on stdout");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("fragscope"));
@@ -163,6 +180,18 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  std::unique_ptr<fragscope::traces::TraceWriter> trace;
+  if (!trace_path.empty()) {
+    try {
+      trace = std::make_unique<fragscope::traces::TraceWriter>(
+          trace_path, system->MakeTraceHeader("fragscope-alloc-demo 0.1.0"));
+    } catch (const fragscope::traces::TraceError& error) {
+      fmt::print(stderr, "error: {}\n", error.what());
+      return 2;
+    }
+    system->SetSink(trace.get());
+  }
+
   nlohmann::json devices = nlohmann::json::array();
   bool any_oom = false;
   if (!json) fmt::print("allocator: {} (from {})\n", system->Describe(), source);
@@ -171,7 +200,7 @@ int main(int argc, char** argv) {
     std::optional<fragscope::OomReport> oom;
     fragscope::AllocatorStats stats;
     {
-      TrainingLikeRun run(allocator, workload);
+      TrainingLikeRun run(allocator, workload, trace.get());
       any_oom |= !run.Run(&oom);
       stats = allocator.Stats();  // before the run frees its long-lived tensors
     }
@@ -189,6 +218,11 @@ int main(int argc, char** argv) {
                            static_cast<double>(stats.peak_live_requested));
       if (oom) fmt::print("\n{}", oom->Describe());
     }
+  }
+  if (trace) {
+    system->SetSink(nullptr);
+    trace->Close();
+    if (!json) fmt::print("\ntrace: {} events written to {}\n", trace->events_written(), trace_path);
   }
   if (json) {
     fmt::print("{}\n", nlohmann::json{{"allocator", system->Describe()},
