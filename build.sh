@@ -5,6 +5,7 @@
 #   ./build.sh test       install dependencies, build, run the whole test suite
 #   ./build.sh sanitize   ASan+UBSan and TSan builds of the allocator tests
 #   ./build.sh bench      build and run the benchmarks (not part of the test suite)
+#   ./build.sh fuzz [S]   fuzz the trace reader for S seconds (default 60) with libFuzzer
 #   ./build.sh deps       only install the Debian packages
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -91,11 +92,17 @@ case "${1:-help}" in
     ;;
   bench)
     deps
-    build release alloc_bench
+    build release alloc_bench trace_bench
     ./build/release/bench/alloc_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "${@:2}"
+    ./build/release/bench/trace_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "${@:2}"
+    ;;
+  fuzz)
+    PACKAGES+=(clang libclang-rt-14-dev)
+    deps
+    fuzz/run.sh "${2:-60}"
     ;;
   help|-h|--help)
-    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
     echo "error: unknown command '$1' (try: ./build.sh help)" >&2

@@ -52,7 +52,7 @@ int RunConvert(const ConvertOptions& options) {
           }
           event.tag = it->second;
         }
-        writer.Record(event);
+        writer.Append(event);  // keeps the original sequence numbers
       }
       events += block.size();
       bar.Update(input->bytes_done(), input->bytes_total());
