@@ -47,6 +47,7 @@ struct ReplayCommandOptions : SequenceOptions {
   std::string conf;
   std::string out;
   bool continue_past_oom = false;
+  bool min_limit = true;
 };
 
 int RunReplay(const ReplayCommandOptions& command) {
@@ -60,12 +61,22 @@ int RunReplay(const ReplayCommandOptions& command) {
   }
   ProgressBar bar("replaying", sequence.ops.size());
   options.progress = [&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); };
-  const analysis::ReplayResult result = analysis::Replay(sequence, options);
+  analysis::ReplayResult result = analysis::Replay(sequence, options);
   if (writer) writer->Close();
   for (const auto& warning : result.warnings) spdlog::warn("{}", warning);
 
   bool any_oom = false;
   for (const auto& device : result.devices) any_oom |= device.metrics.ooms > 0;
+  if (any_oom && command.min_limit && options.conf.virtual_devices.empty()) {
+    // What limit this policy needs for the whole trace, by bisection over replays.
+    analysis::ReplayOptions search = MakeOptions(command, command.conf);
+    const analysis::MinLimitResult fit = analysis::FindMinLimit(sequence, search);
+    if (fit.fits_at_all) {
+      for (auto& device : result.devices) {
+        for (auto& oom : device.ooms) oom.min_limit = fit.min_limit;
+      }
+    }
+  }
   if (command.json) {
     nlohmann::json devices = nlohmann::json::array();
     for (const auto& device : result.devices) devices.push_back(DeviceJson(device.metrics, device.ooms));
@@ -212,6 +223,8 @@ Command AddReplay(CLI::App& app) {
   sub->add_option("--alloc-conf", options->conf, "allocator configuration, e.g. growth=off,limit=6GiB")->required();
   sub->add_option("--out", options->out, "write the replay as a new trace");
   sub->add_flag("--continue", options->continue_past_oom, "go on past OOMs (default: stop at the first)");
+  sub->add_flag("!--no-min-limit", options->min_limit,
+                "after an OOM, do not search the smallest limit at which this policy runs the trace");
   return {sub, [options] { return RunReplay(*options); }};
 }
 
