@@ -38,17 +38,6 @@ class QuietOoms {
   spdlog::level::level_enum level_;
 };
 
-std::vector<std::string> Names(const RecordingSink& sink) {
-  std::vector<std::string> names;
-  for (traces::TagId id = 1;; ++id) {
-    try {
-      names.push_back(sink.Name(id));
-    } catch (const std::out_of_range&) {
-      return names;
-    }
-  }
-}
-
 // Feeds `events` in blocks of `block` events, as a trace reader would.
 AllocationSequence Build(const traces::TraceHeader& header, const std::vector<Event>& events,
                          const std::vector<std::string>* tags = nullptr, std::size_t block = 1000) {
@@ -82,7 +71,7 @@ Trace SynthTrace(std::uint64_t events, const std::string& conf = "backing=sim,ca
   Trace trace;
   trace.header = Synthesize(options, sink);
   trace.events = sink.events();
-  const std::vector<std::string> tags = Names(sink);
+  const std::vector<std::string> tags = sink.Names();
   trace.sequence = Build(trace.header, trace.events, &tags);
   return trace;
 }
@@ -260,12 +249,12 @@ TEST(Replay, IsDeterministic) {
   ASSERT_EQ(ea.size(), eb.size());
   EXPECT_TRUE(std::equal(ea.begin(), ea.end(), eb.begin(),
                          [](const Event& x, const Event& y) { return Fields(x) == Fields(y); }));
-  EXPECT_EQ(Names(first), Names(second));
+  EXPECT_EQ(first.Names(), second.Names());
   EXPECT_EQ(a.ops_replayed, trace.sequence.ops.size());
   EXPECT_FALSE(a.stopped_at_oom);
 
   // The recorded replay is a trace of its own: same requests, same tags, same timestamps.
-  const std::vector<std::string> tags = Names(first);
+  const std::vector<std::string> tags = first.Names();
   const AllocationSequence again = Build(a.header, ea, &tags);
   ASSERT_EQ(again.ops.size(), trace.sequence.ops.size());
   for (std::size_t i = 0; i < again.ops.size(); ++i) {

@@ -32,23 +32,12 @@ struct SynthRun {
   std::vector<std::string> tags;  // by id - 1
 };
 
-std::vector<std::string> Names(const RecordingSink& sink) {
-  std::vector<std::string> names;
-  for (traces::TagId id = 1;; ++id) {
-    try {
-      names.push_back(sink.Name(id));
-    } catch (const std::out_of_range&) {
-      return names;
-    }
-  }
-}
-
 SynthRun RunSynth(const SynthOptions& options) {
   RecordingSink sink;
   SynthRun run;
   run.header = Synthesize(options, sink);
   run.events = sink.events();
-  run.tags = Names(sink);
+  run.tags = sink.Names();
   return run;
 }
 

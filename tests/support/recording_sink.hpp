@@ -28,6 +28,11 @@ class RecordingSink : public traces::EventSink {
     std::lock_guard lock(mutex_);
     return events_;
   }
+  // Every interned name, by id - 1 (the shape of a trace's tag list).
+  std::vector<std::string> Names() const {
+    std::lock_guard lock(mutex_);
+    return names_;
+  }
   std::string Name(traces::TagId id) const {
     std::lock_guard lock(mutex_);
     return id == traces::kNoTag ? std::string() : names_.at(id - 1);
