@@ -68,6 +68,12 @@ struct Trace {
   std::vector<std::string> tags;  // by id - 1
   std::vector<Event> events;
   std::vector<std::string> warnings;
+  // Call stacks, where the source has them (importers of PyTorch snapshots): each one stack,
+  // frames innermost first, one "file:line:function" per line, deduplicated.
+  std::vector<std::string> stacks;
+  // Per event (same index as `events`): 0 = no stack, else index + 1 into `stacks`. Empty when
+  // the trace has no stacks.
+  std::vector<std::uint32_t> event_stacks;
 
   std::string TagName(TagId id) const {
     return id == kNoTag || id > tags.size() ? std::string() : tags[id - 1];

@@ -1,0 +1,27 @@
+// Reads PyTorch CUDA memory snapshots (`torch.cuda.memory._dump_snapshot`, a Python pickle) as a
+// fragscope trace. The pickle is parsed by fragscope's own reader of the plain-data opcode
+// subset; nothing in it is executed. torch >= 2.1 snapshots and the torch 2.0 block-history
+// format are read; several devices; expandable segments; oom events. docs/importers.md, section
+// "PyTorch memory snapshots", gives the mapping.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "fragscope/traces/trace_reader.hpp"
+
+namespace fragscope::traces {
+
+// Reads the snapshot at `path`. Throws TraceError (naming the file, and the byte offset where
+// the pickle is malformed) when the file cannot be read or is no snapshot. Inconsistencies
+// between the trace and the final state are warnings in Trace::warnings, never silent.
+Trace ReadPytorchSnapshot(const std::string& path);
+// The same for a snapshot held in memory; `name` stands for the path in messages.
+Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string& name);
+
+// Content-based detection from the first bytes of a file (64 or more are best): a pickle
+// (PROTO opcode 0x80, protocol 2-5) whose top-level dict starts with a snapshot key.
+bool LooksLikePytorchSnapshot(std::span<const std::uint8_t> head);
+
+}  // namespace fragscope::traces

@@ -1,0 +1,105 @@
+// Reads TensorFlow / XLA BFC allocator out-of-memory dumps from console logs.
+//
+// When TensorFlow's (or XLA's, or JAX's) BFC allocator runs out of memory it logs a header
+// ("Allocator (GPU_0_bfc) ran out of memory trying to allocate ..."), then, depending on the
+// version, the bins, every chunk of every region, a summary, the Stats block and an occupancy bar.
+// The format changed across versions; ParseTfBfcLog accepts every era listed in
+// docs/importers.md, found anywhere inside a larger log, several dumps per log, and fragments
+// (chunk lines without a header). ReadTfBfcLog maps the dumps to a Trace: per dump a marker,
+// the regions, an alloc per in-use chunk and an oom event with the allocator state at the OOM.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fragscope/traces/event.hpp"
+#include "fragscope/traces/trace_reader.hpp"
+
+namespace fragscope::traces {
+
+struct TfBfcChunk {
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;       // bytes the chunk holds (TF's rounded size)
+  std::uint64_t requested = 0;  // client-requested bytes where the log prints them, else 0
+  bool in_use = false;
+  std::size_t line = 0;         // 1-based line in the log
+};
+
+struct TfBfcRegion {
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+  bool size_printed = false;    // from a "Next region of size N" line (else inferred from chunks)
+  std::size_t first_chunk = 0;  // index into TfBfcDump::chunks
+  std::size_t chunk_count = 0;
+};
+
+// One "Bin (N): Total Chunks: ..." line. Byte counts are printed human-readable (2 decimals).
+struct TfBfcBin {
+  std::uint64_t bin_size = 0;
+  std::uint64_t total_chunks = 0;
+  std::uint64_t chunks_in_use = 0;
+  std::uint64_t bytes_in_bin = 0;      // approximate
+  std::size_t line = 0;
+};
+
+// The Stats block: 5 fields (TF 1.x) or 8 (TF 2.x adds Reserved, PeakReserved, LargestFreeBlock).
+struct TfBfcStats {
+  std::optional<std::uint64_t> limit, in_use, max_in_use, num_allocs, max_alloc_size;
+  std::optional<std::uint64_t> reserved, peak_reserved, largest_free_block;
+  int fields = 0;
+};
+
+struct TfBfcDump {
+  // What the log says.
+  std::string allocator;             // "GPU_0_bfc"; empty when the dump has no header
+  bool has_header = false;           // an "ran out of memory trying to allocate" line was seen
+  std::size_t line = 0;              // 1-based line where the dump starts
+  std::uint64_t time_unix_ns = 0;    // timestamp of that line, 0 when it has none
+  std::uint64_t request = 0;         // requested bytes (0 when unknown)
+  std::uint64_t rounded = 0;         // rounded bytes (0 when unknown)
+  bool request_exact = false;        // false: request from a human-readable size ("286.00MiB")
+  std::string op;                    // "requested by op X", or the tensor shape of an OOM line
+  std::vector<TfBfcChunk> chunks;    // sorted by address once parsed
+  std::vector<TfBfcRegion> regions;  // sorted by address
+  std::vector<TfBfcBin> bins;
+  TfBfcStats stats;
+  std::optional<std::uint64_t> total_region_allocated;  // "total_region_allocated_bytes_: N"
+  std::optional<std::uint64_t> memory_limit;            // "memory_limit_: N"
+  std::string occupancy;             // the 100-character bar ('_' free, '*' in use, 'x' padding)
+  std::vector<std::string> warnings; // "name:LINE: ..." every disagreement and every gap
+
+  // The allocator state at the OOM, computed from the above (see docs/importers.md).
+  std::uint64_t limit = 0;           // Stats Limit, memory_limit_, else reserved; 0 when unknown
+  std::uint64_t reserved = 0;        // sum of region sizes
+  std::uint64_t in_use = 0;          // sum of in-use chunk sizes
+  std::uint64_t live_requested = 0;  // sum of requested (or chunk) sizes of in-use chunks
+  std::uint64_t free_in_regions = 0; // reserved - in_use
+  std::uint64_t largest_free = 0;    // largest free chunk
+  std::uint64_t in_use_chunks = 0;
+  std::uint64_t free_chunks = 0;
+  OomCause cause = OomCause::kCapacity;
+  bool cause_known = false;          // false for fragments and header-only dumps without numbers
+
+  OomRecord ToOomRecord() const;
+};
+
+// Device index of an allocator name: "GPU_3_bfc" -> 3; nullopt for others ("gpu_host_bfc").
+std::optional<std::uint32_t> TfAllocatorDevice(std::string_view allocator);
+
+// Every dump in `text` (a whole log); `name` prefixes warnings. Never throws on odd text.
+std::vector<TfBfcDump> ParseTfBfcLog(std::string_view text, const std::string& name);
+
+// The dumps as a trace (see docs/importers.md, "TensorFlow / XLA BFC OOM logs").
+Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& name);
+
+// Reads the log at `path`. Throws TraceError when the file cannot be read or holds no dump.
+Trace ReadTfBfcLog(const std::string& path);
+
+// Whether the start of a file (pass 64 KiB or more) looks like a TF/XLA BFC log.
+bool LooksLikeTfBfcLog(std::string_view head);
+
+}  // namespace fragscope::traces

@@ -1,0 +1,139 @@
+// Small text scanners shared by the TensorFlow BFC log reader (and the RMM CSV reader): no regex,
+// no allocation, every function tolerates any input.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace fragscope::traces::tftext {
+
+inline bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+
+inline std::string_view TrimLeft(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  return s;
+}
+
+inline std::string_view Trim(std::string_view s) {
+  s = TrimLeft(s);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+inline bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+// Unsigned decimal at the start of `s` (after blanks); advances `s` past it.
+inline std::optional<std::uint64_t> TakeUint(std::string_view& s) {
+  s = TrimLeft(s);
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc()) return std::nullopt;
+  s.remove_prefix(static_cast<std::size_t>(end - s.data()));
+  return value;
+}
+
+// Hexadecimal with or without 0x / 0X, any case ("0x7f94a939ca00", "f00950000",
+// "000000081C56C700"); advances `s` past it.
+inline std::optional<std::uint64_t> TakeHex(std::string_view& s) {
+  s = TrimLeft(s);
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, 16);
+  if (ec != std::errc()) return std::nullopt;
+  s.remove_prefix(static_cast<std::size_t>(end - s.data()));
+  return value;
+}
+
+// A size as TensorFlow's HumanReadableNumBytes prints it ("286.00MiB", "768B", "10.2KiB", "0B"),
+// at the start of `s`; advances `s` past it. Exact for whole numbers; otherwise within the printed
+// precision.
+inline std::optional<std::uint64_t> TakeHumanBytes(std::string_view& s) {
+  s = TrimLeft(s);
+  std::size_t i = 0;
+  std::uint64_t whole = 0;
+  std::uint64_t frac = 0;
+  std::uint64_t frac_scale = 1;
+  bool digits = false;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    if (whole > (UINT64_MAX - 9) / 10) return std::nullopt;
+    whole = whole * 10 + static_cast<std::uint64_t>(s[i] - '0');
+    ++i;
+    digits = true;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      if (frac_scale < 1000000000ULL) {
+        frac = frac * 10 + static_cast<std::uint64_t>(s[i] - '0');
+        frac_scale *= 10;
+      }
+      ++i;
+      digits = true;
+    }
+  }
+  if (!digits) return std::nullopt;
+  static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  for (int u = 6; u >= 0; --u) {
+    const std::string_view unit = kUnits[u];
+    if (s.substr(i, unit.size()) != unit) continue;
+    const unsigned shift = 10U * static_cast<unsigned>(u);
+    if (shift > 0 && whole > (UINT64_MAX >> shift)) return std::nullopt;
+    const std::uint64_t scale = std::uint64_t{1} << shift;
+    // frac/frac_scale of `scale`, rounded to the nearest byte; frac_scale <= 1e9 and
+    // scale <= 2^60 could overflow, so divide first where needed.
+    const long double part = static_cast<long double>(frac) / static_cast<long double>(frac_scale) *
+                             static_cast<long double>(scale);
+    s.remove_prefix(i + unit.size());
+    return (whole << shift) + static_cast<std::uint64_t>(part + 0.5L);
+  }
+  return std::nullopt;
+}
+
+// "2017-06-20 20:25:42.825757" at the start of a line, as nanoseconds since the Unix epoch (UTC,
+// the log's own clock); nullopt when the line does not start with a timestamp.
+inline std::optional<std::uint64_t> ParseLogTimestamp(std::string_view line) {
+  if (line.size() < 19 || line[4] != '-' || line[7] != '-' || line[10] != ' ' || line[13] != ':' ||
+      line[16] != ':')
+    return std::nullopt;
+  auto num = [&](std::size_t pos, std::size_t len) -> std::optional<int> {
+    int v = 0;
+    for (std::size_t i = pos; i < pos + len; ++i) {
+      if (line[i] < '0' || line[i] > '9') return std::nullopt;
+      v = v * 10 + (line[i] - '0');
+    }
+    return v;
+  };
+  const auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+             se = num(17, 2);
+  if (!y || !mo || !d || !h || !mi || !se || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *y < 1970)
+    return std::nullopt;
+  // days_from_civil (Howard Hinnant).
+  const int yy = *y - (*mo <= 2 ? 1 : 0);
+  const int era = yy / 400;
+  const int yoe = yy - era * 400;
+  const int doy = (153 * (*mo + (*mo > 2 ? -3 : 9)) + 2) / 5 + *d - 1;
+  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const std::int64_t days = static_cast<std::int64_t>(era) * 146097 + doe - 719468;
+  std::uint64_t ns = static_cast<std::uint64_t>(days) * 86400ULL * 1000000000ULL +
+                     static_cast<std::uint64_t>(*h * 3600 + *mi * 60 + *se) * 1000000000ULL;
+  if (line.size() > 20 && line[19] == '.') {
+    std::uint64_t frac = 0;
+    std::uint64_t scale = 1000000000ULL;
+    for (std::size_t i = 20; i < line.size() && line[i] >= '0' && line[i] <= '9' && scale > 1; ++i) {
+      scale /= 10;
+      frac += static_cast<std::uint64_t>(line[i] - '0') * scale;
+    }
+    ns += frac;
+  }
+  return ns;
+}
+
+inline std::uint64_t RoundUp256(std::uint64_t bytes) {
+  return bytes > UINT64_MAX - 255 ? bytes : (bytes + 255) & ~std::uint64_t{255};
+}
+
+}  // namespace fragscope::traces::tftext
