@@ -293,16 +293,7 @@ OomReport BfcAllocator::Diagnose(std::uint64_t rounded, std::uint64_t requested,
   report.tag = options.tag;
   report.gc_ran = options_.gc;
   report.gc_released = gc_released;
-  if (report.cause() == OomCause::kFragmentation) {
-    // Policy advice first: it costs nothing, unlike a higher limit.
-    if (!options_.gc && numbers.free_in_regions > 0) {
-      report.suggestion = "turn gc on (gc=on): empty regions would be released and the request "
-                          "retried; or " + report.suggestion;
-    } else if (!options_.expandable && backing_.expandable() != nullptr) {
-      report.suggestion = "try expandable=on: one region that grows in place strands no memory "
-                          "between regions; or " + report.suggestion;
-    }
-  }
+  AddPolicyAdvice(report, PolicyFacts{options_.gc, options_.expandable, backing_.expandable() != nullptr});
   return report;
 }
 

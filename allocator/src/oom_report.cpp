@@ -70,6 +70,17 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
   return report;
 }
 
+void AddPolicyAdvice(OomReport& report, const PolicyFacts& facts) {
+  if (report.cause() != OomCause::kFragmentation) return;
+  if (!facts.gc && report.numbers.free_in_regions > 0) {
+    report.suggestion = "turn gc on (gc=on): empty regions would be released and the request "
+                        "retried; or " + report.suggestion;
+  } else if (!facts.expandable && facts.backing_can_expand) {
+    report.suggestion = "try expandable=on: one region that grows in place strands no memory "
+                        "between regions; or " + report.suggestion;
+  }
+}
+
 std::string OomReport::Summary() const {
   return fmt::format("out of memory on device {}: {}: {}", device, traces::ToString(cause()),
                      explanation);

@@ -80,6 +80,19 @@ int RunReport(const ReportOptions& options) {
     ooms.push_back(model->Ooms(device));
     any_oom |= !ooms.back().empty();
   }
+  if (any_oom) {
+    // The advice the recorded policy could take for free, as the live allocator gives it.
+    try {
+      const AllocConf conf = ParseAllocConf(model->header().alloc_conf);
+      const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
+                              conf.backing == BackingKind::kVmm;
+      for (auto& list : ooms) {
+        for (auto& oom : list) AddPolicyAdvice(oom.report, PolicyFacts{conf.gc, conf.expandable, can_expand});
+      }
+    } catch (const ConfigError&) {
+      // Not a fragscope configuration (an imported trace): no policy advice.
+    }
+  }
   if (any_oom && options.min_limit) {
     if (auto limit = MinLimitOfRecordedPolicy(options.trace, model->header())) {
       for (auto& list : ooms) for (auto& oom : list) oom.min_limit = limit;

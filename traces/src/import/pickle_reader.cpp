@@ -293,7 +293,9 @@ class Parser {
 }  // namespace
 
 PickleError::PickleError(std::uint64_t offset, const std::string& message)
-    : std::runtime_error(fmt::format("pickle: at byte {}: {}", offset, message)), offset_(offset) {}
+    : std::runtime_error(fmt::format("pickle: at byte {}: {}", offset, message)),
+      offset_(offset),
+      detail_(message) {}
 
 std::string_view KindName(Kind kind) {
   switch (kind) {

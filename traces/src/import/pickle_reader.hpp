@@ -28,9 +28,11 @@ class PickleError : public std::runtime_error {
  public:
   PickleError(std::uint64_t offset, const std::string& message);
   std::uint64_t offset() const { return offset_; }
+  const std::string& detail() const { return detail_; }  // the message without the offset
 
  private:
   std::uint64_t offset_;
+  std::string detail_;
 };
 
 using ValueId = std::uint32_t;

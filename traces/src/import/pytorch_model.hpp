@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -102,5 +103,56 @@ class FrameTable {
   std::unordered_map<pickle::ValueId, std::uint32_t> stack_cache_;
   std::unordered_map<pickle::ValueId, std::string> tag_cache_;
 };
+
+}  // namespace fragscope::traces::pytorch_import
+
+namespace fragscope::traces::pytorch_import {
+
+// Address ranges of one device (segments, or mapped pieces of expandable segments), by start.
+using RangeMap = std::map<std::uint64_t, std::uint64_t>;  // start -> size
+
+// True when [address, address + size) overlaps a range of `ranges`.
+bool Overlaps(const RangeMap& ranges, std::uint64_t address, std::uint64_t size);
+// Removes [address, address + size) from `ranges`, splitting ranges it cuts; returns the bytes
+// that were covered.
+std::uint64_t Carve(RangeMap& ranges, std::uint64_t address, std::uint64_t size);
+// The range holding `address`, or ranges.end().
+RangeMap::const_iterator Containing(const RangeMap& ranges, std::uint64_t address);
+
+// PyTorch rounds block sizes up to 512 bytes (kMinBlockSize); used where a block's real size is
+// not in the file.
+std::uint64_t RoundBlock(std::uint64_t bytes);
+
+// A block live at the start of recording.
+struct StartBlock {
+  std::uint64_t rounded = 0;
+  std::uint64_t requested = 0;
+  std::uint64_t stream = 0;
+  const pickle::Value* frames = nullptr;
+};
+
+// One device at the start of recording, rebuilt from the final segments by undoing its trace
+// from the last event to the first; plus the rounded size of each alloc event, from the block it
+// created where that block is known.
+struct DeviceStart {
+  RangeMap regions;
+  std::map<std::uint64_t, StartBlock> blocks;  // by address
+  std::vector<std::uint64_t> alloc_rounded;    // per trace event (0 for non-alloc events)
+};
+
+// Collects warnings per kind: the first few of each kind verbatim, then one count.
+class WarningLog {
+ public:
+  explicit WarningLog(std::string prefix) : prefix_(std::move(prefix)) {}
+  void Add(const std::string& kind, const std::string& message);
+  std::vector<std::string> Finish();
+
+ private:
+  std::string prefix_;
+  std::vector<std::string> lines_;
+  std::map<std::string, std::uint64_t> counts_;
+};
+
+DeviceStart RebuildStart(std::uint32_t device, const SourceSnapshot& snapshot, WarningLog& log);
 
 }  // namespace fragscope::traces::pytorch_import

@@ -34,6 +34,18 @@ struct OomReport {
 // allocator and by trace analysis, so that a cause means the same everywhere.
 OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers, bool backing_refused);
 
+// What the policy that failed could change for free, as opposed to a higher limit.
+struct PolicyFacts {
+  bool gc = true;
+  bool expandable = false;
+  bool backing_can_expand = false;  // the backing grows regions in place (sim, host, vmm)
+};
+
+// For a fragmentation OOM, puts the advice that costs nothing before the suggestion of a higher
+// limit: gc=on when it was off, else expandable=on where the backing can do it. Used by the
+// allocator and by trace analysis, so a recorded OOM gets the same advice as a live one.
+void AddPolicyAdvice(OomReport& report, const PolicyFacts& facts);
+
 // The cause alone, by the rules of DESIGN.md, in this order: request-too-large, capacity, backing,
 // fragmentation.
 OomCause ClassifyOom(const traces::OomRecord& numbers, bool backing_refused);

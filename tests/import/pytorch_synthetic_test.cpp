@@ -1,0 +1,225 @@
+// The PyTorch snapshot importer on small snapshots pickled here (a minimal pickle writer below):
+// several devices, expandable segments, addresses above 2^63, oom, torch 2.0 block history,
+// inconsistencies and malformed input.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fragscope/traces/pytorch_snapshot.hpp"
+
+namespace fragscope::traces {
+namespace {
+
+// A Python value, pickled with protocol 4 opcodes.
+struct Py {
+  enum class K { kInt, kBigInt, kStr, kList, kDict, kBool } k = K::kInt;
+  std::uint64_t i = 0;
+  std::string s;
+  std::vector<Py> items;
+  std::vector<std::pair<std::string, Py>> fields;
+
+  void Encode(std::vector<std::uint8_t>& out) const {
+    switch (k) {
+      case K::kInt:  // LONG1, 9 bytes: exact for any uint64
+        out.push_back(0x8a);
+        out.push_back(9);
+        for (int b = 0; b < 8; ++b) out.push_back(static_cast<std::uint8_t>(i >> (8 * b)));
+        out.push_back(0);
+        break;
+      case K::kBigInt:  // 2^64 + i
+        out.push_back(0x8a);
+        out.push_back(9);
+        for (int b = 0; b < 8; ++b) out.push_back(static_cast<std::uint8_t>(i >> (8 * b)));
+        out.push_back(1);
+        break;
+      case K::kBool: out.push_back(i != 0 ? 0x88 : 0x89); break;
+      case K::kStr:
+        out.push_back(0x8c);
+        out.push_back(static_cast<std::uint8_t>(s.size()));
+        out.insert(out.end(), s.begin(), s.end());
+        break;
+      case K::kList:
+        out.push_back(0x5d);
+        out.push_back(0x28);
+        for (const Py& item : items) item.Encode(out);
+        out.push_back(0x65);
+        break;
+      case K::kDict:
+        out.push_back(0x7d);
+        out.push_back(0x28);
+        for (const auto& [key, value] : fields) {
+          Py{K::kStr, 0, key, {}, {}}.Encode(out);
+          value.Encode(out);
+        }
+        out.push_back(0x75);
+        break;
+    }
+  }
+};
+
+Py I(std::uint64_t v) { return Py{Py::K::kInt, v, {}, {}, {}}; }
+Py S(std::string v) { return Py{Py::K::kStr, 0, std::move(v), {}, {}}; }
+Py B(bool v) { return Py{Py::K::kBool, v ? 1u : 0u, {}, {}, {}}; }
+Py L(std::vector<Py> v) { return Py{Py::K::kList, 0, {}, std::move(v), {}}; }
+Py D(std::vector<std::pair<std::string, Py>> v) { return Py{Py::K::kDict, 0, {}, {}, std::move(v)}; }
+
+Trace Import(const Py& root) {
+  std::vector<std::uint8_t> bytes = {0x80, 4};
+  root.Encode(bytes);
+  bytes.push_back(0x2e);
+  return ReadPytorchSnapshot(bytes, "synthetic.pickle");
+}
+
+Py Frames() {
+  return L({D({{"filename", S("/env/site-packages/torch/nn/functional.py")}, {"line", I(10)}, {"name", S("relu")}}),
+            D({{"filename", S("/home/u/train.py")}, {"line", I(42)}, {"name", S("forward")}})});
+}
+
+Py Ev(const char* action, std::uint64_t addr, std::uint64_t size, std::uint64_t time_us) {
+  return D({{"action", S(action)}, {"addr", I(addr)}, {"size", I(size)}, {"stream", I(0)},
+            {"time_us", I(time_us)}, {"frames", Frames()}});
+}
+
+Py Block(std::uint64_t address, std::uint64_t size, std::uint64_t requested, const char* state) {
+  return D({{"address", I(address)}, {"size", I(size)}, {"requested_size", I(requested)},
+            {"state", S(state)}, {"frames", L({})}});
+}
+
+constexpr std::uint64_t kMiB = 1 << 20;
+constexpr std::uint64_t kA = 0x7f0000000000;
+constexpr std::uint64_t kHigh = (std::uint64_t{1} << 63) + 0x200000;  // above 2^63
+
+// Device 0: one 2 MiB segment from before recording, a block allocated before recording and
+// never freed, one freed during the trace, one made in the trace. Device 1: an expandable
+// segment above 2^63 mapped in two pieces, a 3 MiB block, then an oom.
+Py TwoDevices() {
+  Py seg0 = D({{"device", I(0)}, {"address", I(kA)}, {"total_size", I(2 * kMiB)},
+               {"stream", I(0)}, {"is_expandable", B(false)},
+               {"blocks", L({Block(kA, 1024, 1000, "active_allocated"),
+                             Block(kA + 1024, 512, 300, "active_allocated"),
+                             Block(kA + 1536, 2 * kMiB - 1536, 0, "inactive")})}});
+  Py seg1 = D({{"device", I(1)}, {"address", I(kHigh)}, {"total_size", I(4 * kMiB)},
+               {"stream", I(0)}, {"is_expandable", B(true)},
+               {"blocks", L({Block(kHigh, 3 * kMiB, 3 * kMiB, "active_allocated"),
+                             Block(kHigh + 3 * kMiB, kMiB, 0, "inactive")})}});
+  Py oom = D({{"action", S("oom")}, {"addr", I(0)}, {"device_free", I(kMiB)},
+              {"size", I(2 * kMiB)}, {"stream", I(0)}, {"time_us", I(60)}, {"frames", Frames()}});
+  return D({{"segments", L({seg0, seg1})},
+            {"device_traces",
+             L({L({Ev("free_requested", kA + 4096, 100, 10), Ev("free_completed", kA + 4096, 100, 11),
+                   Ev("alloc", kA + 1024, 300, 30)}),
+                L({Ev("segment_map", kHigh, 2 * kMiB, 20), Ev("segment_map", kHigh + 2 * kMiB, 2 * kMiB, 21),
+                   Ev("alloc", kHigh, 3 * kMiB, 40), oom})})},
+            {"allocator_settings", D({{"expandable_segments", B(true)}})}});
+}
+
+TEST(PytorchSynthetic, TwoDevicesExpandableOom) {
+  const Trace t = Import(TwoDevices());
+  EXPECT_TRUE(t.warnings.empty()) << (t.warnings.empty() ? "" : t.warnings[0]);
+  ASSERT_EQ(t.header.devices.size(), 2u);
+  EXPECT_EQ(t.header.devices[1].name, "cuda:1");
+  // Start state (device 0: its segment, the never-freed block and the block freed at t=11),
+  // then the 7 traced events merged by time.
+  std::vector<std::pair<EventType, std::uint32_t>> kinds;
+  for (const Event& e : t.events) kinds.emplace_back(e.type, e.device);
+  const std::vector<std::pair<EventType, std::uint32_t>> expected = {
+      {EventType::kRegionReserve, 0}, {EventType::kAlloc, 0}, {EventType::kAlloc, 0},
+      {EventType::kMarker, 0}, {EventType::kFree, 0}, {EventType::kRegionReserve, 1},
+      {EventType::kRegionReserve, 1}, {EventType::kAlloc, 0}, {EventType::kAlloc, 1},
+      {EventType::kOom, 1}};
+  EXPECT_EQ(kinds, expected);
+  EXPECT_EQ(t.TagName(t.events[1].tag), "(allocated before recording)");
+  EXPECT_EQ(t.events[2].address, kA + 4096);
+  EXPECT_EQ(t.events[2].rounded, 512u);  // not in the final state: rounded as PyTorch does
+  EXPECT_EQ(t.events[4].alloc_id, t.events[2].alloc_id);  // the free matches it
+  EXPECT_EQ(t.TagName(t.events[3].tag), "free_requested");
+  EXPECT_EQ(t.events[7].rounded, 512u);  // the block's size from the final state
+  EXPECT_EQ(t.TagName(t.events[7].tag), "train.py:42:forward");
+  EXPECT_EQ(t.events[8].address, kHigh);
+  EXPECT_EQ(t.events[8].region, kHigh);
+  EXPECT_EQ(t.events[0].time_ns, 10'000u);  // the state takes the first timestamp
+  EXPECT_EQ(t.events[9].time_ns, 60'000u);
+  // The oom: 4 MiB reserved, 3 MiB in use, 1 MiB free on the device, 2 MiB asked: limit 5 MiB
+  // would hold it, no contiguous 2 MiB: fragmentation.
+  const OomRecord& o = t.events[9].oom;
+  EXPECT_EQ(o.rounded, 2 * kMiB);
+  EXPECT_EQ(o.reserved, 4 * kMiB);
+  EXPECT_EQ(o.in_use, 3 * kMiB);
+  EXPECT_EQ(o.limit, 5 * kMiB);
+  EXPECT_EQ(o.headroom, kMiB);
+  EXPECT_EQ(o.free_in_regions, kMiB);
+  EXPECT_EQ(o.largest_free, kMiB);
+  EXPECT_EQ(o.region_count, 2u);
+  EXPECT_EQ(o.cause, OomCause::kFragmentation);
+  ASSERT_EQ(t.event_stacks.size(), t.events.size());
+  EXPECT_EQ(t.event_stacks[1], 0u);  // no frames
+  ASSERT_NE(t.event_stacks[7], 0u);
+  EXPECT_EQ(t.stacks[t.event_stacks[7] - 1],
+            "/env/site-packages/torch/nn/functional.py:10:relu\n/home/u/train.py:42:forward");
+  EXPECT_EQ(t.stacks.size(), 1u);  // deduplicated
+}
+
+TEST(PytorchSynthetic, Torch20BlockHistory) {
+  Py hist = L({D({{"addr", I(kA)}, {"real_size", I(1000)}, {"frames", Frames()}})});
+  Py seg = D({{"device", I(0)}, {"address", I(kA)}, {"total_size", I(4096)},
+              {"blocks", L({D({{"size", I(1024)}, {"requested_size", I(1000)},
+                               {"state", S("inactive")}}),
+                            D({{"size", I(2048)}, {"requested_size", I(2000)},
+                               {"state", S("active_allocated")}, {"history", hist}}),
+                            D({{"size", I(1024)}, {"requested_size", I(0)}, {"state", S("inactive")}})})}});
+  const Trace t = Import(D({{"segments", L({seg})}}));
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[1].address, kA + 1024);  // the segment address plus the block before
+  EXPECT_EQ(t.events[1].size, 2000u);
+  EXPECT_EQ(t.events[1].rounded, 2048u);
+  // The history's addr (kA) disagrees with the tiling: a warning that names the file.
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_EQ(t.warnings[0].rfind("synthetic.pickle: ", 0), 0u) << t.warnings[0];
+  EXPECT_EQ(t.TagName(t.events[1].tag), "train.py:42:forward");
+}
+
+TEST(PytorchSynthetic, InconsistenciesAreWarnings) {
+  // A double free: the trace and the final state cannot both be right.
+  Py seg = D({{"device", I(0)}, {"address", I(kA)}, {"total_size", I(2 * kMiB)},
+              {"blocks", L({Block(kA, 2 * kMiB, 0, "inactive")})}});
+  const Trace t = Import(D({{"segments", L({seg})},
+                            {"device_traces", L({L({Ev("alloc", kA, 100, 1), Ev("free_completed", kA, 100, 2),
+                                                     Ev("free_completed", kA, 100, 3)})})}}));
+  std::string all;
+  for (const auto& w : t.warnings) all += w + "\n";
+  EXPECT_NE(all.find("free_completed at 0x7f0000000000, but the block is live"), std::string::npos) << all;
+  EXPECT_NE(all.find("of no live block"), std::string::npos) << all;
+}
+
+TEST(PytorchSynthetic, MalformedInputIsATraceError) {
+  auto error_of = [](const Py& root) {
+    try {
+      (void)Import(root);
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error_of(L({})).find("a list, not a dict"), std::string::npos);
+  EXPECT_NE(error_of(D({{"x", I(1)}})).find("neither 'segments' nor 'device_traces'"), std::string::npos);
+  Py big = D({{"segments", L({D({{"address", Py{Py::K::kBigInt, 5, {}, {}, {}}}, {"total_size", I(1)}})})}});
+  const std::string message = error_of(big);
+  EXPECT_NE(message.find("segment 0: 'address' does not fit in 64 bits"), std::string::npos) << message;
+  EXPECT_NE(message.find("synthetic.pickle"), std::string::npos) << message;
+  // Code in a pickle is refused before anything is read.
+  const std::vector<std::uint8_t> global = {0x80, 4, 'c', 'o', 's', '\n', 'x', '\n', 0x2e};
+  try {
+    (void)ReadPytorchSnapshot(global, "evil.pickle");
+    FAIL() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.offset(), 2u);
+    EXPECT_NE(std::string(e.what()).find("GLOBAL"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)ReadPytorchSnapshot("/nonexistent/x.pickle"), TraceError);
+}
+
+}  // namespace
+}  // namespace fragscope::traces

@@ -1,0 +1,146 @@
+// RAPIDS RMM logging_resource_adaptor CSV: both pointer styles (fmt "0x..." and printf "%llx"),
+// allocate failure as an OOM with the state at the failure, frees of unknown pointers, midnight,
+// errors that name file and line, detection, and the writer's round trip.
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "fragscope/traces/rmm_csv.hpp"
+#include "traces/trace_test_support.hpp"
+
+namespace fragscope::traces {
+namespace {
+
+const char* const kLog =
+    "Thread,Time,Action,Pointer,Size,Stream\n"
+    "139872551270208,23:59:59.999000,allocate,0x7f2c4c000000,1000,0x0\n"
+    "139872551270208,23:59:59.999500,allocate,7f2c4c000400,4096,5586a8e0\n"
+    "42,00:00:00.000250,free,0x7f2c4c000000,1000,0x0\n"
+    "42,00:00:00.001000,allocate failure,0x0,99999999999,0x0\n"
+    "42,00:00:00.002000,free,0x7f2c4c100000,512,0x0\n";
+
+TEST(RmmCsv, ReadsEveryActionAndPointerStyle) {
+  const Trace t = ParseRmmCsv(kLog, "log.csv");
+  EXPECT_EQ(t.header.source_format, "rmm-csv");
+  ASSERT_EQ(t.events.size(), 5u);
+  const Event& a = t.events[0];
+  EXPECT_EQ(a.type, EventType::kAlloc);
+  EXPECT_EQ(a.address, 0x7f2c4c000000u);
+  EXPECT_EQ(a.size, 1000u);
+  EXPECT_EQ(a.rounded, 1024u);
+  EXPECT_EQ(a.time_ns, 0u);
+  EXPECT_EQ(a.thread, static_cast<std::uint32_t>(139872551270208ull));
+  EXPECT_EQ(t.events[1].address, 0x7f2c4c000400u);
+  EXPECT_EQ(t.events[1].stream, 0x5586a8e0u);
+  EXPECT_EQ(t.events[1].time_ns, 500'000u);
+  const Event& f = t.events[2];
+  EXPECT_EQ(f.type, EventType::kFree);
+  EXPECT_EQ(f.alloc_id, a.alloc_id);
+  EXPECT_EQ(f.time_ns, 1'250'000u);  // past midnight: the clock wrapped
+  const Event& oom = t.events[3];
+  EXPECT_EQ(oom.type, EventType::kOom);
+  EXPECT_EQ(oom.oom.request, 99999999999u);
+  EXPECT_EQ(oom.oom.rounded, 100000000000u);  // 99999999999 rounded up to 256
+  EXPECT_EQ(oom.oom.in_use, 4096u);
+  EXPECT_EQ(oom.oom.live_requested, 4096u);
+  EXPECT_EQ(oom.oom.chunk_count, 1u);
+  EXPECT_EQ(t.events[4].alloc_id, 0u);
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_NE(t.warnings[0].find("log.csv:6: free of 0x7f2c4c100000"), std::string::npos);
+  for (std::size_t i = 0; i < t.events.size(); ++i) EXPECT_EQ(t.events[i].seq, i);
+}
+
+TEST(RmmCsv, ErrorsNameFileAndLine) {
+  const std::string head = "Thread,Time,Action,Pointer,Size,Stream\n1,00:00:00.000001,allocate,0x100,256,0x0\n";
+  auto message = [&](const std::string& text) {
+    try {
+      ParseRmmCsv(text, "bad.csv");
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("Thread,Time\n").find("line 1"), std::string::npos);
+  EXPECT_NE(message(head + "1,00:00:00.1,resize,0x1,1,0x0\n").find("line 3: unknown action \"resize\""),
+            std::string::npos);
+  EXPECT_NE(message(head + "1,00:00:00.1,free,0x1,1\n").find("line 3: 5 fields"), std::string::npos);
+  EXPECT_NE(message(head + "1,00:00:00.1,free,0xZZ,1,0x0\n").find("bad pointer"), std::string::npos);
+  EXPECT_NE(message(head + "1,noon,free,0x1,1,0x0\n").find("bad time"), std::string::npos);
+  EXPECT_NE(message(head + "1,00:00:00.1,free,0x1,-5,0x0\n").find("bad size"), std::string::npos);
+  EXPECT_NE(message("").find("bad.csv"), std::string::npos);
+  EXPECT_THROW(ReadRmmCsv(FRAGSCOPE_SOURCE_DIR "/no/such/file.csv"), TraceError);
+}
+
+TEST(RmmCsv, Detection) {
+  EXPECT_TRUE(LooksLikeRmmCsv("Thread,Time,Action,Pointer,Size,Stream\r\n1,..."));
+  EXPECT_TRUE(LooksLikeRmmCsv("\xEF\xBB\xBFThread,Time,Action,Pointer,Size,Stream\n"));
+  EXPECT_FALSE(LooksLikeRmmCsv("Thread,Time,Action\n"));
+  EXPECT_FALSE(LooksLikeRmmCsv("{\"type\":\"header\"}\n"));
+}
+
+TEST(RmmCsv, WriterRoundTrip) {
+  Trace trace;
+  trace.header.devices.push_back({0, "dev", "sim", 0, 0});
+  auto add = [&](EventType type, std::uint64_t time_ns, std::uint64_t address, std::uint64_t size,
+                 std::uint64_t alloc_id) {
+    Event e;
+    e.type = type;
+    e.seq = trace.events.size();
+    e.time_ns = time_ns;
+    e.address = address;
+    e.size = size;
+    e.rounded = (size + 255) / 256 * 256;
+    e.alloc_id = alloc_id;
+    e.thread = 7;
+    e.stream = 0x5586a8e0;
+    trace.events.push_back(e);
+    return &trace.events.back();
+  };
+  add(EventType::kAlloc, 0, 0x7f0000000000, 1000, 1);
+  add(EventType::kRegionReserve, 1000, 0x7f0000000000, 1 << 20, 0);  // no RMM form: left out
+  add(EventType::kAlloc, 3'600'000'001'000, 0x7f0000000400, 300, 2);   // 01:00:00.000001
+  add(EventType::kFree, 3'600'000'002'000, 0x7f0000000000, 0, 1);      // size from the alloc
+  Event* oom = add(EventType::kOom, 3'600'000'003'000, 0, 0, 0);
+  oom->oom.request = 5000;
+  oom->address = 0;
+
+  std::ostringstream out;
+  WriteRmmCsv(trace, out);
+  const std::string csv = out.str();
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "Thread,Time,Action,Pointer,Size,Stream");
+  EXPECT_NE(csv.find("7,01:00:00.000002,free,0x7f0000000000,1000,0x5586a8e0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",allocate failure,0x0,5000,"), std::string::npos);
+
+  testing::TempDir dir;
+  const std::string path = dir.File("round.csv");
+  std::ofstream(path, std::ios::binary) << csv;
+  const Trace back = ReadRmmCsv(path);
+  ASSERT_EQ(back.events.size(), 4u);
+  const std::size_t original[] = {0, 2, 3, 4};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const Event& a = trace.events[original[i]];
+    const Event& b = back.events[i];
+    EXPECT_EQ(b.type, a.type) << i;
+    EXPECT_EQ(b.time_ns, a.time_ns) << i;
+    EXPECT_EQ(b.address, a.address) << i;
+    EXPECT_EQ(b.thread, a.thread) << i;
+    EXPECT_EQ(b.stream, a.stream) << i;
+    if (a.type != EventType::kOom) EXPECT_EQ(b.rounded, a.rounded) << i;
+  }
+  EXPECT_EQ(back.events[0].size, 1000u);
+  EXPECT_EQ(back.events[2].size, 1000u);
+  EXPECT_EQ(back.events[2].alloc_id, back.events[0].alloc_id);
+  EXPECT_EQ(back.events[3].oom.request, 5000u);
+  EXPECT_EQ(back.events[3].oom.in_use, 512u);  // the 300-byte allocation, rounded
+  // Writing what was read gives the same text.
+  std::ostringstream again;
+  WriteRmmCsv(back, again);
+  EXPECT_EQ(again.str(), csv);
+  EXPECT_TRUE(back.warnings.empty());
+}
+
+}  // namespace
+}  // namespace fragscope::traces

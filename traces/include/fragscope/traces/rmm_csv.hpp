@@ -1,0 +1,36 @@
+// RAPIDS RMM logging_resource_adaptor CSV logs: reading them as traces and writing traces in the
+// same format (so that RMM's replay benchmark can read what fragscope writes).
+//
+//   Thread,Time,Action,Pointer,Size,Stream
+//   139872551270208,14:02:11.123456,allocate,0x7f2c4c000000,4096,0x0
+//   139872551270208,14:02:11.123470,free,0x7f2c4c000000,4096,0x0
+//   139872551270208,14:02:11.123480,allocate failure,0x0,99999999999,0x0
+//
+// Thread: the OS thread id (decimal). Time: wall clock HH:MM:SS.microseconds. Pointer and Stream:
+// hexadecimal, with "0x" (RMM <= 24.x, fmt) or without (newer RMM, printf "%llx"). Size: bytes.
+// docs/importers.md, "RAPIDS RMM logs", has the mapping to events.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <string_view>
+
+#include "fragscope/traces/trace_reader.hpp"
+
+namespace fragscope::traces {
+
+// Reads an RMM log. Strict: a missing header, a short row, a bad number or an unknown action is a
+// TraceError naming the file and line. A free of a pointer that the log never allocated is a
+// warning (the allocation predates the log).
+Trace ReadRmmCsv(const std::string& path);
+// The same from text in memory; `name` stands for the path in messages.
+Trace ParseRmmCsv(std::string_view text, const std::string& name);
+
+// Whether the start of a file is an RMM log (its first line is the CSV header).
+bool LooksLikeRmmCsv(std::string_view head);
+
+// Writes alloc, free and oom events (of every device: RMM logs have no device column) as an RMM
+// log; other events have no RMM form and are left out. Times: time_ns as the time of day.
+void WriteRmmCsv(const Trace& trace, std::ostream& out);
+
+}  // namespace fragscope::traces

@@ -1,0 +1,427 @@
+// PyTorch memory snapshot → fragscope trace. docs/importers.md ("PyTorch memory snapshots")
+// describes the mapping; pytorch_model.cpp takes the pickle apart, pytorch_rebuild.cpp rebuilds
+// the state at the start of recording, this file emits the events.
+#include "fragscope/traces/pytorch_snapshot.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <queue>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "pickle_reader.hpp"
+#include "pytorch_model.hpp"
+
+namespace fragscope::traces {
+namespace {
+
+using namespace pytorch_import;
+
+struct LiveAlloc {
+  std::uint64_t rounded = 0;
+  std::uint64_t requested = 0;
+  std::uint64_t alloc_id = 0;
+  TagId tag = kNoTag;
+};
+
+struct DeviceState {
+  RangeMap regions;
+  std::map<std::uint64_t, LiveAlloc> live;
+  std::uint64_t reserved = 0;
+  std::uint64_t in_use = 0;
+  std::uint64_t live_requested = 0;
+};
+
+std::uint64_t ToNs(std::uint64_t time_us) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max() / 1000;
+  return time_us > kMax ? std::numeric_limits<std::uint64_t>::max() : time_us * 1000;
+}
+
+class Importer {
+ public:
+  Importer(const pickle::Document& doc, const std::string& name)
+      : doc_(doc), frames_(doc), log_(std::string(BaseName(name)) + ": ") {}
+
+  Trace Run() {
+    std::vector<std::string> warnings;
+    snapshot_ = ExtractSnapshot(doc_, &warnings);
+    for (const auto& w : warnings) log_.Add("malformed block", w);
+    trace_.header.producer = "PyTorch memory snapshot";
+    trace_.header.source_format = "pytorch-snapshot";
+    trace_.header.metadata = snapshot_.settings;
+    if (snapshot_.block_history_format) {
+      trace_.header.metadata.emplace_back("pytorch.block_format", "torch 2.0 block history");
+    }
+    std::set<std::uint32_t> devices;
+    for (const auto& seg : snapshot_.segments) devices.insert(seg.device);
+    for (std::size_t d = 0; d < snapshot_.device_traces.size(); ++d) {
+      if (!snapshot_.device_traces[d].empty()) devices.insert(static_cast<std::uint32_t>(d));
+    }
+    for (const auto& a : snapshot_.annotations) devices.insert(a.device);
+    if (devices.empty()) devices.insert(0);
+    for (std::uint32_t d : devices) {
+      trace_.header.devices.push_back(DeviceDescription{d, fmt::format("cuda:{}", d), "pytorch", 0, 0});
+    }
+    // The state at the start of recording, as events stamped with the first timestamp.
+    std::uint64_t first_us = std::numeric_limits<std::uint64_t>::max();
+    for (const auto& events : snapshot_.device_traces) {
+      for (const auto& e : events) if (e.time_us) first_us = std::min(first_us, *e.time_us);
+    }
+    now_ns_ = first_us == std::numeric_limits<std::uint64_t>::max() ? 0 : ToNs(first_us);
+    for (std::uint32_t d : devices) {
+      starts_[d] = RebuildStart(d, snapshot_, log_);
+      EmitStart(d, starts_[d]);
+    }
+    Merge();
+    for (std::uint32_t d : devices) CheckEnd(d);
+    trace_.stacks = frames_.TakeStacks();
+    if (trace_.stacks.empty()) trace_.event_stacks.clear();
+    trace_.warnings = log_.Finish();
+    return std::move(trace_);
+  }
+
+ private:
+  static std::string_view BaseName(std::string_view path) {
+    const auto slash = path.find_last_of("/\\");
+    return slash == path.npos ? path : path.substr(slash + 1);
+  }
+
+  TagId Intern(const std::string& text) {
+    if (text.empty()) return kNoTag;
+    auto [it, inserted] = tag_ids_.try_emplace(text, static_cast<TagId>(trace_.tags.size() + 1));
+    if (inserted) trace_.tags.push_back(text);
+    return it->second;
+  }
+  TagId TagOf(const pickle::Value* frames, const char* fallback) {
+    const std::string tag = frames_.Tag(frames);
+    return Intern(tag.empty() ? std::string(fallback) : tag);
+  }
+
+  void Emit(Event e, std::uint32_t stack) {
+    e.seq = trace_.events.size();
+    e.time_ns = now_ns_;
+    trace_.events.push_back(e);
+    trace_.event_stacks.push_back(stack);
+  }
+  void Marker(std::uint32_t device, const std::string& name, std::uint32_t stack) {
+    Event e;
+    e.type = EventType::kMarker;
+    e.device = device;
+    e.tag = Intern(name);
+    Emit(e, stack);
+  }
+  void Region(EventType type, std::uint32_t device, std::uint64_t address, std::uint64_t size,
+              std::uint32_t stack) {
+    Event e;
+    e.type = type;
+    e.device = device;
+    e.address = address;
+    e.size = size;
+    Emit(e, stack);
+  }
+
+  void Alloc(std::uint32_t device, std::uint64_t address, std::uint64_t requested,
+             std::uint64_t rounded, std::uint64_t stream, TagId tag, std::uint32_t stack,
+             std::size_t index) {
+    DeviceState& s = state_[device];
+    if (auto it = s.live.find(address); it != s.live.end()) {
+      log_.Add("alloc into live memory",
+               fmt::format("device {} event {}: alloc at {:#x} while the block there is live; "
+                           "the earlier one is taken as freed",
+                           device, index, address));
+      s.in_use -= it->second.rounded;
+      s.live_requested -= it->second.requested;
+      s.live.erase(it);
+    } else if (rounded > 0 && OverlapsLive(s, address, rounded)) {
+      log_.Add("alloc into live memory",
+               fmt::format("device {} event {}: alloc at {:#x} (+{}) overlaps a live block",
+                           device, index, address, rounded));
+    }
+    Event e;
+    e.type = EventType::kAlloc;
+    e.device = device;
+    e.stream = stream;
+    e.address = address;
+    e.size = requested;
+    e.rounded = rounded;
+    e.tag = tag;
+    e.alloc_id = ++next_alloc_id_;
+    if (auto r = Containing(s.regions, address); r != s.regions.end()) {
+      e.region = r->first;
+    } else {
+      log_.Add("alloc outside segments",
+               fmt::format("device {} event {}: alloc at {:#x} lies in no segment", device, index,
+                           address));
+    }
+    s.live[address] = LiveAlloc{rounded, requested, e.alloc_id, tag};
+    s.in_use += rounded;
+    s.live_requested += requested;
+    Emit(e, stack);
+  }
+  // True when [address, address + size) overlaps a live block.
+  static bool OverlapsLive(const DeviceState& s, std::uint64_t address, std::uint64_t size) {
+    auto it = s.live.lower_bound(address);
+    if (it != s.live.end() && it->first - address < size) return true;
+    if (it != s.live.begin()) {
+      --it;
+      if (address - it->first < it->second.rounded) return true;
+    }
+    return false;
+  }
+
+  void EmitStart(std::uint32_t device, const DeviceStart& start) {
+    DeviceState& s = state_[device];
+    for (const auto& [address, size] : start.regions) {
+      s.regions.emplace(address, size);
+      s.reserved += size;
+      Region(EventType::kRegionReserve, device, address, size, 0);
+    }
+    for (const auto& [address, block] : start.blocks) {
+      Alloc(device, address, block.requested, block.rounded, block.stream,
+            TagOf(block.frames, "(allocated before recording)"), frames_.Stack(block.frames), 0);
+    }
+  }
+
+  // Every device's trace in its own order, merged by time (devices and annotations are streams;
+  // an event without time_us takes the time of the one before it in its stream).
+  void Merge() {
+    std::vector<std::size_t> cursor(snapshot_.device_traces.size() + 1, 0);
+    std::vector<std::uint64_t> clock(cursor.size(), 0);
+    std::stable_sort(snapshot_.annotations.begin(), snapshot_.annotations.end(),
+                     [](const Annotation& a, const Annotation& b) {
+                       return a.time_us.value_or(0) < b.time_us.value_or(0);
+                     });
+    const std::size_t notes = snapshot_.device_traces.size();
+    auto size_of = [&](std::size_t stream) {
+      return stream == notes ? snapshot_.annotations.size() : snapshot_.device_traces[stream].size();
+    };
+    auto time_of = [&](std::size_t stream) {
+      const auto& t = stream == notes ? snapshot_.annotations[cursor[stream]].time_us
+                                      : snapshot_.device_traces[stream][cursor[stream]].time_us;
+      if (t) clock[stream] = ToNs(*t);
+      return clock[stream];
+    };
+    using Head = std::pair<std::uint64_t, std::size_t>;  // (time, stream), smallest first
+    std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+    for (std::size_t s = 0; s < cursor.size(); ++s) if (size_of(s) > 0) heads.emplace(time_of(s), s);
+    while (!heads.empty()) {
+      const auto [time, stream] = heads.top();
+      heads.pop();
+      now_ns_ = std::max(now_ns_, time);
+      if (stream == notes) {
+        const Annotation& a = snapshot_.annotations[cursor[stream]];
+        Marker(a.device, a.name, 0);
+      } else {
+        Handle(snapshot_.device_traces[stream][cursor[stream]], cursor[stream]);
+      }
+      if (++cursor[stream] < size_of(stream)) heads.emplace(time_of(stream), stream);
+    }
+  }
+
+  void Handle(const SourceEvent& e, std::size_t index) {
+    DeviceState& s = state_[e.device];
+    const std::uint32_t stack = frames_.Stack(e.frames);
+    switch (e.action) {
+      case Action::kAlloc:
+        Alloc(e.device, e.addr, e.size, starts_[e.device].alloc_rounded[index], e.stream,
+              TagOf(e.frames, "(no stack)"), stack, index);
+        return;
+      case Action::kFreeCompleted: {
+        Event f;
+        f.type = EventType::kFree;
+        f.device = e.device;
+        f.stream = e.stream;
+        f.address = e.addr;
+        f.size = e.size;
+        f.rounded = RoundBlock(e.size);
+        auto it = s.live.find(e.addr);
+        if (it == s.live.end()) {
+          log_.Add("free of an unknown block",
+                   fmt::format("device {} event {}: free_completed at {:#x} of no live block",
+                               e.device, index, e.addr));
+        } else {
+          if (it->second.requested != e.size) {
+            log_.Add("free size differs",
+                     fmt::format("device {} event {}: free_completed at {:#x} of {} bytes, the "
+                                 "block holds {} requested bytes",
+                                 e.device, index, e.addr, e.size, it->second.requested));
+          }
+          f.size = it->second.requested;
+          f.rounded = it->second.rounded;
+          f.alloc_id = it->second.alloc_id;
+          f.tag = it->second.tag;
+          if (auto r = Containing(s.regions, e.addr); r != s.regions.end()) f.region = r->first;
+          s.in_use -= it->second.rounded;
+          s.live_requested -= it->second.requested;
+          s.live.erase(it);
+        }
+        Emit(f, stack);
+        return;
+      }
+      case Action::kFreeRequested:
+        if (!s.live.contains(e.addr)) {
+          log_.Add("free of an unknown block",
+                   fmt::format("device {} event {}: free_requested at {:#x} of no live block",
+                               e.device, index, e.addr));
+        }
+        Marker(e.device, "free_requested", stack);
+        return;
+      case Action::kSegmentAlloc:
+      case Action::kSegmentMap:
+        if (e.size == 0) break;
+        if (Overlaps(s.regions, e.addr, e.size)) {
+          log_.Add("trace/segment disagreement",
+                   fmt::format("device {} event {}: {} of {:#x} (+{}) overlaps reserved memory",
+                               e.device, index, e.action_name, e.addr, e.size));
+        } else {
+          s.regions.emplace(e.addr, e.size);
+          s.reserved += e.size;
+        }
+        Region(EventType::kRegionReserve, e.device, e.addr, e.size, stack);
+        return;
+      case Action::kSegmentFree:
+      case Action::kSegmentUnmap: {
+        const std::uint64_t covered = Carve(s.regions, e.addr, e.size);
+        s.reserved -= covered;
+        if (covered != e.size) {
+          log_.Add("trace/segment disagreement",
+                   fmt::format("device {} event {}: {} of {:#x} (+{}) but only {} bytes of it "
+                               "were reserved",
+                               e.device, index, e.action_name, e.addr, e.size, covered));
+        }
+        Region(EventType::kRegionRelease, e.device, e.addr, e.size, stack);
+        return;
+      }
+      case Action::kSnapshot: Marker(e.device, "snapshot", stack); return;
+      case Action::kOom: Oom(e, stack); return;
+      case Action::kOther: break;
+    }
+    if (e.action == Action::kOther) {
+      log_.Add("unknown action", fmt::format("device {} event {}: unknown action '{}', kept as a "
+                                             "marker", e.device, index, e.action_name));
+    }
+    Marker(e.device, e.action_name.empty() ? "(no action)" : e.action_name, stack);
+  }
+
+  // The OOM's numbers from the rebuilt state; the cause by DiagnoseOom's rules, with the limit
+  // taken as reserved + device_free and "the backing refused" meaning cudaMalloc failed although
+  // the device reported enough free memory for the request.
+  void Oom(const SourceEvent& e, std::uint32_t stack) {
+    const DeviceState& s = state_[e.device];
+    OomRecord r;
+    r.request = e.size;
+    r.rounded = e.size;
+    r.reserved = s.reserved;
+    r.in_use = s.in_use;
+    r.live_requested = s.live_requested;
+    r.free_in_regions = s.reserved > s.in_use ? s.reserved - s.in_use : 0;
+    r.headroom = e.device_free;
+    r.limit = s.reserved + e.device_free;
+    r.region_count = s.regions.size();
+    for (const auto& [start, size] : s.regions) {
+      std::uint64_t cursor = start;
+      auto first = s.live.lower_bound(start);
+      if (first != s.live.begin()) {  // a block from below may reach into this range
+        const auto& [address, block] = *std::prev(first);
+        cursor = std::max(cursor, std::min(start + size, address + block.rounded));
+      }
+      for (auto it = first; it != s.live.end() && it->first < start + size; ++it) {
+        if (it->first > cursor) {
+          r.largest_free = std::max(r.largest_free, it->first - cursor);
+          ++r.chunk_count;
+        }
+        ++r.chunk_count;
+        cursor = std::max(cursor, it->first + it->second.rounded);
+      }
+      if (start + size > cursor) {
+        r.largest_free = std::max(r.largest_free, start + size - cursor);
+        ++r.chunk_count;
+      }
+    }
+    if (r.rounded > r.limit) {
+      r.cause = OomCause::kRequestTooLarge;
+    } else if (r.in_use + r.rounded > r.limit) {
+      r.cause = OomCause::kCapacity;
+    } else if (e.device_free >= r.rounded) {
+      r.cause = OomCause::kBacking;
+    } else {
+      r.cause = OomCause::kFragmentation;
+    }
+    Event o;
+    o.type = EventType::kOom;
+    o.device = e.device;
+    o.stream = e.stream;
+    o.size = e.size;
+    o.rounded = e.size;
+    o.tag = TagOf(e.frames, "(no stack)");
+    o.oom = r;
+    Emit(o, stack);
+  }
+
+  void CheckEnd(std::uint32_t device) {
+    std::uint64_t reserved = 0, in_use = 0, requested = 0;
+    for (const auto& seg : snapshot_.segments) {
+      if (seg.device != device) continue;
+      reserved += seg.total_size;
+      for (const auto& b : seg.blocks) {
+        if (b.live) in_use += b.size, requested += b.requested;
+      }
+    }
+    const DeviceState& s = state_[device];
+    if (s.reserved != reserved || s.in_use != in_use || s.live_requested != requested) {
+      log_.Add("end state differs",
+               fmt::format("device {}: at the end of the trace {} reserved, {} in use, {} "
+                           "requested; the segments say {}, {}, {}",
+                           device, s.reserved, s.in_use, s.live_requested, reserved, in_use,
+                           requested));
+    }
+  }
+
+  const pickle::Document& doc_;
+  FrameTable frames_;
+  WarningLog log_;
+  SourceSnapshot snapshot_;
+  Trace trace_;
+  std::unordered_map<std::string, TagId> tag_ids_;
+  std::map<std::uint32_t, DeviceStart> starts_;
+  std::map<std::uint32_t, DeviceState> state_;
+  std::uint64_t next_alloc_id_ = 0;
+  std::uint64_t now_ns_ = 0;
+};
+
+}  // namespace
+
+Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string& name) {
+  try {
+    const pickle::Document doc = pickle::ParsePickle(bytes);
+    return Importer(doc, name).Run();
+  } catch (const pickle::PickleError& e) {
+    throw TraceError(name, e.offset(), "pickle: " + e.detail());
+  } catch (const TraceError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw TraceError(name, 0, e.what());
+  }
+}
+
+Trace ReadPytorchSnapshot(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, 0, "cannot open the file");
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw TraceError(path, 0, "read error");
+  return ReadPytorchSnapshot(bytes, path);
+}
+
+bool LooksLikePytorchSnapshot(std::span<const std::uint8_t> head) {
+  if (head.size() < 2 || head[0] != 0x80 || head[1] < 2 || head[1] > 5) return false;
+  const std::string_view text(reinterpret_cast<const char*>(head.data()), std::min<std::size_t>(head.size(), 128));
+  if (head.size() < 16) return true;  // too short to tell more
+  return text.find("segments") != text.npos || text.find("device_traces") != text.npos;
+}
+
+}  // namespace fragscope::traces

@@ -1,0 +1,254 @@
+// RAPIDS RMM logging_resource_adaptor CSV: reader and writer (see rmm_csv.hpp and
+// docs/importers.md, "RAPIDS RMM logs").
+#include "fragscope/traces/rmm_csv.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tf_text.hpp"
+
+namespace fragscope::traces {
+namespace {
+
+using namespace tftext;
+
+constexpr std::string_view kHeader = "Thread,Time,Action,Pointer,Size,Stream";
+constexpr std::uint64_t kDayNs = 86400ULL * 1000000000ULL;
+
+// "HH:MM:SS.ffffff" (any number of fraction digits) as nanoseconds since midnight.
+std::optional<std::uint64_t> ParseTimeOfDay(std::string_view s) {
+  std::string_view rest = s;
+  const auto h = TakeUint(rest);
+  if (!h || !StartsWith(rest, ":")) return std::nullopt;
+  rest.remove_prefix(1);
+  const auto m = TakeUint(rest);
+  if (!m || !StartsWith(rest, ":")) return std::nullopt;
+  rest.remove_prefix(1);
+  const auto sec = TakeUint(rest);
+  if (!sec || *h > 23 || *m > 59 || *sec > 60) return std::nullopt;
+  std::uint64_t ns = (*h * 3600 + *m * 60 + *sec) * 1000000000ULL;
+  if (StartsWith(rest, ".")) {
+    rest.remove_prefix(1);
+    std::uint64_t scale = 1000000000ULL;
+    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') {
+      if (scale > 1) {
+        scale /= 10;
+        ns += static_cast<std::uint64_t>(rest.front() - '0') * scale;
+      }
+      rest.remove_prefix(1);
+    }
+  }
+  if (!Trim(rest).empty()) return std::nullopt;
+  return ns;
+}
+
+std::optional<std::uint64_t> WholeUint(std::string_view s) {
+  s = Trim(s);
+  const auto v = TakeUint(s);
+  return v && s.empty() ? v : std::nullopt;
+}
+
+std::optional<std::uint64_t> WholeHex(std::string_view s) {
+  s = Trim(s);
+  if (s == "(nil)" || s == "nullptr") return 0;
+  const auto v = TakeHex(s);
+  return v && s.empty() ? v : std::nullopt;
+}
+
+}  // namespace
+
+Trace ParseRmmCsv(std::string_view text, const std::string& name) {
+  Trace trace;
+  trace.header.producer = "RAPIDS RMM logging_resource_adaptor";
+  trace.header.source_format = "rmm-csv";
+  trace.header.metadata.emplace_back("source", name);
+  trace.header.devices.push_back({0, "RMM device", "rmm", 0, 0});
+
+  struct Live { std::uint64_t id, size, rounded; };
+  std::unordered_map<std::uint64_t, Live> live;
+  std::uint64_t in_use = 0, requested = 0, next_id = 0, unknown_frees = 0;
+  std::uint64_t first_time = 0, day = 0, previous_raw = 0, previous = 0;
+  bool header = false, have_time = false;
+  std::size_t line = 0;
+  std::size_t offset = 0;
+  while (offset < text.size()) {
+    const std::size_t line_offset = offset;
+    const std::size_t nl = text.find('\n', offset);
+    std::string_view row = text.substr(offset, nl == std::string_view::npos ? std::string_view::npos : nl - offset);
+    offset = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++line;
+    row = Trim(row);
+    if (row.empty()) continue;
+    auto fail = [&](const std::string& message) {
+      return TraceError(name, line_offset, fmt::format("line {}: {}", line, message));
+    };
+    if (!header) {
+      if (row != kHeader)
+        throw fail(fmt::format("not an RMM log: the first line must be \"{}\"", kHeader));
+      header = true;
+      continue;
+    }
+    std::array<std::string_view, 6> field;
+    std::size_t count = 0;
+    std::string_view rest = row;
+    while (count < field.size()) {
+      const std::size_t comma = rest.find(',');
+      field[count++] = Trim(rest.substr(0, comma));
+      if (comma == std::string_view::npos) {
+        rest = {};
+        break;
+      }
+      rest.remove_prefix(comma + 1);
+      if (count == field.size()) throw fail("more than 6 fields");
+    }
+    if (count != field.size()) throw fail(fmt::format("{} fields, expected 6 ({})", count, kHeader));
+    const auto thread = WholeUint(field[0]);
+    const auto time = ParseTimeOfDay(field[1]);
+    const auto pointer = WholeHex(field[3]);
+    const auto size = WholeUint(field[4]);
+    const auto stream = WholeHex(field[5]);
+    if (!thread) throw fail(fmt::format("bad thread id \"{}\"", field[0]));
+    if (!time) throw fail(fmt::format("bad time \"{}\" (expected HH:MM:SS.ffffff)", field[1]));
+    if (!pointer) throw fail(fmt::format("bad pointer \"{}\"", field[3]));
+    if (!size) throw fail(fmt::format("bad size \"{}\"", field[4]));
+    if (!stream) throw fail(fmt::format("bad stream \"{}\"", field[5]));
+
+    // Times of day from the first row on; past midnight the clock wraps (a step back of more than
+    // 12 hours is a new day).
+    if (!have_time) {
+      first_time = previous_raw = *time;
+      have_time = true;
+      trace.header.metadata.emplace_back("rmm.first_time", std::string(field[1]));
+    }
+    if (*time + kDayNs / 2 < previous_raw) day += kDayNs;
+    previous_raw = *time;
+    const std::uint64_t absolute = day + *time;
+    previous = std::max(previous, absolute >= first_time ? absolute - first_time : 0);
+
+    Event e;
+    e.seq = trace.events.size();
+    e.time_ns = previous;
+    e.thread = static_cast<std::uint32_t>(*thread);
+    e.stream = *stream;
+    const std::string_view action = field[2];
+    if (action == "allocate") {
+      e.type = EventType::kAlloc;
+      e.address = *pointer;
+      e.size = *size;
+      e.rounded = RoundUp256(*size);
+      e.alloc_id = ++next_id;
+      if (auto it = live.find(*pointer); it != live.end()) {
+        trace.warnings.push_back(fmt::format("{}:{}: allocate of {:#x}, which is already allocated "
+                                             "(line of the earlier allocation unknown): the earlier one is dropped",
+                                             name, line, *pointer));
+        in_use -= it->second.rounded;
+        requested -= it->second.size;
+      }
+      live[*pointer] = {e.alloc_id, e.size, e.rounded};
+      in_use += e.rounded;
+      requested += e.size;
+    } else if (action == "free") {
+      e.type = EventType::kFree;
+      e.address = *pointer;
+      e.size = *size;
+      e.rounded = RoundUp256(*size);
+      if (auto it = live.find(*pointer); it != live.end()) {
+        e.alloc_id = it->second.id;
+        in_use -= it->second.rounded;
+        requested -= it->second.size;
+        live.erase(it);
+      } else if (++unknown_frees <= 10) {
+        trace.warnings.push_back(fmt::format("{}:{}: free of {:#x}, which the log never allocated (the "
+                                             "allocation predates the log)", name, line, *pointer));
+      }
+    } else if (action == "allocate failure") {
+      e.type = EventType::kOom;
+      OomRecord& o = e.oom;
+      o.request = *size;
+      o.rounded = RoundUp256(*size);
+      o.in_use = in_use;
+      o.live_requested = requested;
+      o.chunk_count = live.size();
+      o.cause = OomCause::kCapacity;  // the log has no limit: see docs/importers.md
+    } else {
+      throw fail(fmt::format("unknown action \"{}\" (expected allocate, free or allocate failure)", action));
+    }
+    trace.events.push_back(e);
+  }
+  if (!header) throw TraceError(name, 0, fmt::format("empty: no \"{}\" header line", kHeader));
+  if (unknown_frees > 10)
+    trace.warnings.push_back(fmt::format("{}: {} frees of pointers the log never allocated in all",
+                                         name, unknown_frees));
+  return trace;
+}
+
+Trace ReadRmmCsv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw TraceError(path, 0, fmt::format("read failed: {}", std::strerror(errno)));
+  return ParseRmmCsv(buffer.str(), path);
+}
+
+bool LooksLikeRmmCsv(std::string_view head) {
+  if (StartsWith(head, "\xEF\xBB\xBF")) head.remove_prefix(3);  // UTF-8 byte order mark
+  head = TrimLeft(head);
+  const std::string_view first = Trim(head.substr(0, head.find('\n')));
+  return first == kHeader;
+}
+
+void WriteRmmCsv(const Trace& trace, std::ostream& out) {
+  out << kHeader << '\n';
+  std::unordered_map<std::uint64_t, std::uint64_t> sizes;  // alloc_id -> size, for frees without one
+  std::string row;
+  for (const Event& e : trace.events) {
+    const char* action = nullptr;
+    std::uint64_t pointer = 0;
+    std::uint64_t size = 0;
+    switch (e.type) {
+      case EventType::kAlloc:
+        action = "allocate";
+        pointer = e.address;
+        size = e.size;
+        if (e.alloc_id != 0) sizes[e.alloc_id] = e.size;
+        break;
+      case EventType::kFree: {
+        action = "free";
+        pointer = e.address;
+        size = e.size;
+        if (auto it = sizes.find(e.alloc_id); it != sizes.end()) {
+          if (size == 0) size = it->second;
+          sizes.erase(it);
+        }
+        break;
+      }
+      case EventType::kOom:
+        action = "allocate failure";
+        size = e.oom.request;
+        break;
+      default:
+        continue;
+    }
+    const std::uint64_t t = e.time_ns % kDayNs;
+    const std::uint64_t seconds = t / 1000000000ULL;
+    row.clear();
+    fmt::format_to(std::back_inserter(row), "{},{:02}:{:02}:{:02}.{:06},{},{:#x},{},{:#x}\n", e.thread,
+                   seconds / 3600, seconds / 60 % 60, seconds % 60, t % 1000000000ULL / 1000, action,
+                   pointer, size, e.stream);
+    out << row;
+  }
+}
+
+}  // namespace fragscope::traces

@@ -1,0 +1,299 @@
+// The allocator state at a TensorFlow BFC OOM, from a parsed dump: regions, totals, the
+// cross-checks of chunks against the Stats block and the bin lines, and the OOM cause.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fragscope/traces/tf_bfc_log.hpp"
+#include "tf_bfc_internal.hpp"
+#include "tf_text.hpp"
+
+namespace fragscope::traces {
+namespace {
+
+// TensorFlow's BinNumForSize: 21 bins, 256 B << index, the last one open-ended.
+std::uint64_t TfBinSize(std::uint64_t bytes) {
+  std::uint64_t v = std::max<std::uint64_t>(bytes, 256) >> 8;
+  int index = 0;
+  while (v > 1 && index < 20) {
+    v >>= 1;
+    ++index;
+  }
+  return std::uint64_t{256} << index;
+}
+
+struct Warner {
+  TfBfcDump& d;
+  const std::string& name;
+  void operator()(std::size_t line, const std::string& message) const {
+    d.warnings.push_back(fmt::format("{}:{}: {}", name, line, message));
+  }
+};
+
+// Regions from "Next region of size" lines (their chunks follow them) and, for chunks listed
+// without such lines, from contiguity: chunks that touch form one region.
+void BuildRegions(TfBfcDump& d, const Warner& warn) {
+  std::vector<TfBfcRegion> regions;
+  const std::size_t first_printed = d.regions.empty() ? d.chunks.size() : d.regions.front().first_chunk;
+  for (std::size_t i = 0; i < d.regions.size(); ++i) {
+    TfBfcRegion r = d.regions[i];
+    const std::size_t end = i + 1 < d.regions.size() ? d.regions[i + 1].first_chunk : d.chunks.size();
+    if (r.first_chunk >= end) {
+      warn(d.line, fmt::format("a region of size {} is printed without chunks: its address is "
+                               "unknown, left out", r.size));
+      continue;
+    }
+    r.address = d.chunks[r.first_chunk].address;
+    std::uint64_t sum = 0;
+    bool contiguous = true;
+    for (std::size_t c = r.first_chunk; c < end; ++c) {
+      sum += d.chunks[c].size;
+      if (c > r.first_chunk && d.chunks[c - 1].address + d.chunks[c - 1].size != d.chunks[c].address)
+        contiguous = false;
+    }
+    if (!contiguous)
+      warn(d.chunks[r.first_chunk].line,
+           fmt::format("the chunks of the region at {:#x} do not follow each other", r.address));
+    if (sum != r.size)
+      warn(d.chunks[r.first_chunk].line,
+           fmt::format("the chunks listed for the region at {:#x} cover {} of its {} bytes{}", r.address,
+                       sum, r.size, sum < r.size ? " (the rest is not in the log)" : ""));
+    r.size = std::max(r.size, sum);
+    regions.push_back(r);
+  }
+  if (first_printed > 0) {
+    std::vector<TfBfcChunk> loose(d.chunks.begin(),
+                                  d.chunks.begin() + static_cast<std::ptrdiff_t>(first_printed));
+    std::sort(loose.begin(), loose.end(),
+              [](const TfBfcChunk& a, const TfBfcChunk& b) { return a.address < b.address; });
+    for (std::size_t c = 0; c < loose.size(); ++c) {
+      if (c > 0 && loose[c - 1].address + loose[c - 1].size == loose[c].address) {
+        regions.back().size += loose[c].size;
+        continue;
+      }
+      if (c > 0 && loose[c].address == loose[c - 1].address) continue;  // duplicate, reported below
+      TfBfcRegion r;
+      r.address = loose[c].address;
+      r.size = loose[c].size;
+      regions.push_back(r);
+    }
+  }
+  std::sort(d.chunks.begin(), d.chunks.end(),
+            [](const TfBfcChunk& a, const TfBfcChunk& b) { return a.address < b.address; });
+  std::vector<TfBfcChunk> unique;
+  unique.reserve(d.chunks.size());
+  for (const TfBfcChunk& c : d.chunks) {
+    if (!unique.empty() && unique.back().address + unique.back().size > c.address) {
+      warn(c.line, fmt::format("chunk at {:#x} overlaps the chunk at {:#x} (line {}): left out",
+                               c.address, unique.back().address, unique.back().line));
+      continue;
+    }
+    unique.push_back(c);
+  }
+  d.chunks = std::move(unique);
+  std::sort(regions.begin(), regions.end(),
+            [](const TfBfcRegion& a, const TfBfcRegion& b) { return a.address < b.address; });
+  std::vector<TfBfcRegion> kept;
+  for (TfBfcRegion& r : regions) {
+    if (!kept.empty() && kept.back().address + kept.back().size > r.address) {
+      warn(d.line, fmt::format("region at {:#x} overlaps the region at {:#x}: left out", r.address,
+                               kept.back().address));
+      continue;
+    }
+    const auto first = std::lower_bound(
+        d.chunks.begin(), d.chunks.end(), r.address,
+        [](const TfBfcChunk& c, std::uint64_t a) { return c.address < a; });
+    auto last = first;
+    while (last != d.chunks.end() && last->address + last->size <= r.address + r.size) ++last;
+    r.first_chunk = static_cast<std::size_t>(first - d.chunks.begin());
+    r.chunk_count = static_cast<std::size_t>(last - first);
+    kept.push_back(r);
+  }
+  d.regions = std::move(kept);
+  if (first_printed > 0 && !d.chunks.empty())
+    warn(d.line, "no \"Next region of size\" lines: regions inferred from contiguous chunks (two "
+                 "regions that happen to touch read as one)");
+}
+
+// Each bin line against the chunks that fall into its size class.
+void CheckBins(TfBfcDump& d, const Warner& warn) {
+  if (d.bins.empty() || d.chunks.empty()) return;
+  struct Count { std::uint64_t total = 0, in_use = 0, bytes = 0, free_bytes = 0; };
+  std::map<std::uint64_t, Count> counted;
+  for (const TfBfcChunk& c : d.chunks) {
+    Count& n = counted[TfBinSize(c.size)];
+    ++n.total;
+    n.bytes += c.size;
+    if (c.in_use) ++n.in_use;
+    else n.free_bytes += c.size;
+  }
+  // TF 1.x bin lines count free chunks only (in-use chunks leave their bin).
+  bool bins_count_in_use = d.in_use_chunks == 0;
+  for (const TfBfcBin& b : d.bins) bins_count_in_use = bins_count_in_use || b.chunks_in_use > 0;
+  std::vector<std::string> mismatches;
+  for (const TfBfcBin& b : d.bins) {
+    const Count n = counted[b.bin_size];
+    const std::uint64_t listed_free = b.total_chunks >= b.chunks_in_use ? b.total_chunks - b.chunks_in_use : 0;
+    const std::uint64_t counted_total = bins_count_in_use ? n.total : n.total - n.in_use;
+    const std::uint64_t counted_bytes = bins_count_in_use ? n.bytes : n.free_bytes;
+    const std::uint64_t diff = b.bytes_in_bin > counted_bytes ? b.bytes_in_bin - counted_bytes
+                                                              : counted_bytes - b.bytes_in_bin;
+    if (b.total_chunks != counted_total || listed_free != n.total - n.in_use ||
+        (bins_count_in_use && b.chunks_in_use != n.in_use) || diff > counted_bytes / 100 + 64)
+      mismatches.push_back(fmt::format("bin {} (line {}) says {} chunks, {} in use, {} B; the chunk "
+                                       "list has {}, {} in use, {} B", b.bin_size, b.line,
+                                       b.total_chunks, b.chunks_in_use, b.bytes_in_bin, counted_total,
+                                       bins_count_in_use ? n.in_use : 0, counted_bytes));
+  }
+  if (!mismatches.empty()) {
+    std::string text = fmt::format("{} bin line(s) disagree with the chunks: {}", mismatches.size(),
+                                   mismatches.front());
+    if (mismatches.size() > 1) text += fmt::format("; {}", mismatches[1]);
+    if (mismatches.size() > 2) text += "; ...";
+    warn(d.bins.front().line, text);
+  }
+}
+
+void CheckStats(TfBfcDump& d, const Warner& warn) {
+  const TfBfcStats& s = d.stats;
+  const bool chunks = !d.chunks.empty();
+  if (chunks && s.in_use && *s.in_use != d.in_use)
+    warn(d.line, fmt::format("Stats InUse is {} but the in-use chunks add up to {}", *s.in_use, d.in_use));
+  if (s.limit && d.memory_limit && *s.limit != *d.memory_limit)
+    warn(d.line, fmt::format("Stats Limit is {} but memory_limit_ is {}", *s.limit, *d.memory_limit));
+  if (chunks && d.total_region_allocated && *d.total_region_allocated != d.reserved)
+    warn(d.line, fmt::format("total_region_allocated_bytes_ is {} but the regions add up to {}",
+                             *d.total_region_allocated, d.reserved));
+  if (chunks && s.reserved && *s.reserved != 0 && *s.reserved != d.reserved)
+    warn(d.line, fmt::format("Stats Reserved is {} but the regions add up to {}", *s.reserved, d.reserved));
+  if (chunks && s.largest_free_block && *s.largest_free_block != d.largest_free) {
+    if (*s.largest_free_block == 0)
+      warn(d.line, fmt::format("Stats LargestFreeBlock is printed as 0 (TensorFlow does not keep it "
+                               "up to date); the largest free chunk is {}", d.largest_free));
+    else
+      warn(d.line, fmt::format("Stats LargestFreeBlock is {} but the largest free chunk is {}",
+                               *s.largest_free_block, d.largest_free));
+  }
+}
+
+// Header-only dumps: what the Stats block and the occupancy bar tell.
+void FromSummary(TfBfcDump& d, const Warner& warn) {
+  const TfBfcStats& s = d.stats;
+  if (s.reserved && *s.reserved > 0) d.reserved = *s.reserved;
+  else if (d.total_region_allocated) d.reserved = *d.total_region_allocated;
+  std::uint64_t star = 0, pad = 0, longest_free = 0, run = 0;
+  const bool bar = !d.occupancy.empty() && d.occupancy.front() != '<';
+  for (char c : d.occupancy) {
+    if (c == '*') ++star;
+    if (c == 'x') ++pad;
+    run = c == '_' ? run + 1 : 0;
+    longest_free = std::max(longest_free, run);
+  }
+  if (bar && d.reserved == 0 && d.limit > 0) {
+    d.reserved = d.limit;
+    warn(d.line, "reserved bytes not printed: taken as the limit");
+  }
+  const std::uint64_t cells = bar ? d.occupancy.size() : 0;
+  if (s.in_use) d.in_use = *s.in_use;
+  else if (bar && d.reserved > 0)
+    d.in_use = static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
+                                          static_cast<long double>(star + pad) / static_cast<long double>(cells));
+  d.live_requested = bar && d.reserved > 0
+                         ? static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
+                                                      static_cast<long double>(star) / static_cast<long double>(cells))
+                         : d.in_use;
+  d.live_requested = std::min(d.live_requested, d.in_use);
+  if (bar && d.reserved > 0)
+    d.largest_free = static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
+                                                static_cast<long double>(longest_free) / static_cast<long double>(cells));
+  d.free_in_regions = d.reserved > d.in_use ? d.reserved - d.in_use : 0;
+  std::string what = "chunk detail missing: only the OOM header";
+  if (s.fields > 0) what += ", the Stats block";
+  if (bar) what += fmt::format(", the occupancy bar ({} of {} cells in use, {} of them requested bytes)",
+                               star + pad, cells, star);
+  what += " survived";
+  if (bar) what += d.reserved > 0 ? "; in use, live requested and largest free are estimated from the bar "
+                                    "(1% resolution)"
+                                  : "; no byte count is printed, so the bar gives fractions only";
+  warn(d.line, what);
+}
+
+}  // namespace
+
+void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
+  const Warner warn{d, name};
+  if (!d.has_header)
+    warn(d.line, "no \"ran out of memory\" header: a fragment of a dump; request, allocator and limit "
+                 "unknown, no oom event");
+  else if (!d.request_exact && d.request > 0)
+    warn(d.line, fmt::format("the request is known only as printed (rounded to 2 decimals): {} bytes",
+                             d.request));
+  if (d.has_header && d.rounded == 0) d.rounded = tftext::RoundUp256(d.request);
+
+  BuildRegions(d, warn);
+  for (const TfBfcRegion& r : d.regions) d.reserved += r.size;
+  for (const TfBfcChunk& c : d.chunks) {
+    if (c.in_use) {
+      ++d.in_use_chunks;
+      d.in_use += c.size;
+      d.live_requested += c.requested != 0 ? c.requested : c.size;
+    } else {
+      ++d.free_chunks;
+      d.largest_free = std::max(d.largest_free, c.size);
+    }
+  }
+  d.free_in_regions = d.reserved > d.in_use ? d.reserved - d.in_use : 0;
+
+  if (d.stats.limit) d.limit = *d.stats.limit;
+  else if (d.memory_limit) d.limit = *d.memory_limit;
+  if (d.chunks.empty()) {
+    FromSummary(d, warn);
+  } else {
+    CheckStats(d, warn);
+    CheckBins(d, warn);
+  }
+  if (d.limit == 0 && d.reserved > 0 && d.has_header) {
+    d.limit = d.reserved;
+    warn(d.line, "no limit printed (no Stats block): the reserved bytes stand for it");
+  }
+  if (d.reserved > d.limit && d.limit > 0)
+    warn(d.line, fmt::format("the regions ({} bytes) exceed the limit ({})", d.reserved, d.limit));
+
+  // The cause, by DESIGN.md's rules, in this order (docs/importers.md explains the TF reading).
+  d.cause = OomCause::kCapacity;
+  d.cause_known = d.has_header && d.limit > 0 && d.rounded > 0;
+  if (d.has_header && !d.cause_known)
+    warn(d.line, "the cause cannot be determined (no limit in the dump): marked capacity");
+  if (!d.cause_known) return;
+  const std::uint64_t headroom = d.limit > d.reserved ? d.limit - d.reserved : 0;
+  if (d.rounded > d.limit) d.cause = OomCause::kRequestTooLarge;
+  else if (d.in_use + d.rounded > d.limit) d.cause = OomCause::kCapacity;
+  else if (headroom >= d.rounded) d.cause = OomCause::kBacking;
+  else d.cause = OomCause::kFragmentation;
+  if (!d.chunks.empty() && d.largest_free >= d.rounded)
+    warn(d.line, fmt::format("a free chunk of {} bytes would hold the {}-byte request: the dump does "
+                             "not match an OOM of this request", d.largest_free, d.rounded));
+}
+
+OomRecord TfBfcDump::ToOomRecord() const {
+  OomRecord r;
+  r.request = request;
+  r.rounded = rounded;
+  r.limit = limit;
+  r.reserved = reserved;
+  r.in_use = in_use;
+  r.live_requested = live_requested;
+  r.free_in_regions = free_in_regions;
+  r.largest_free = largest_free;
+  r.headroom = limit > reserved ? limit - reserved : 0;
+  r.chunk_count = in_use_chunks + free_chunks;
+  r.region_count = regions.size();
+  r.cause = cause;
+  return r;
+}
+
+}  // namespace fragscope::traces

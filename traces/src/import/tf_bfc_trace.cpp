@@ -1,0 +1,209 @@
+// TensorFlow BFC OOM dumps as a fragscope Trace (docs/importers.md, "TensorFlow / XLA BFC OOM
+// logs"), reading the log file, and detecting the format from content.
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fragscope/traces/tf_bfc_log.hpp"
+#include "tf_text.hpp"
+
+namespace fragscope::traces {
+namespace {
+
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(Trace& trace) : trace_(trace) {}
+
+  TagId Intern(std::string_view text) {
+    if (text.empty()) return kNoTag;
+    auto it = ids_.find(std::string(text));
+    if (it != ids_.end()) return it->second;
+    trace_.tags.emplace_back(text);
+    const auto id = static_cast<TagId>(trace_.tags.size());
+    ids_.emplace(std::string(text), id);
+    return id;
+  }
+
+  Event& Add(EventType type, std::uint32_t device, std::uint64_t time_ns) {
+    Event& e = trace_.events.emplace_back();
+    e.type = type;
+    e.device = device;
+    e.seq = trace_.events.size() - 1;
+    e.time_ns = time_ns;
+    return e;
+  }
+
+ private:
+  Trace& trace_;
+  std::unordered_map<std::string, TagId> ids_;
+};
+
+struct Live {
+  std::vector<Event> allocs;  // alloc events of the device's previous dump
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> regions;
+};
+
+std::string HumanBytes(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, kUnits[u]);
+}
+
+}  // namespace
+
+std::optional<std::uint32_t> TfAllocatorDevice(std::string_view allocator) {
+  for (std::string_view prefix : {std::string_view("GPU_"), std::string_view("gpu_")}) {
+    if (!tftext::StartsWith(allocator, prefix)) continue;
+    std::string_view rest = allocator.substr(prefix.size());
+    if (rest.empty() || rest.front() < '0' || rest.front() > '9') return std::nullopt;
+    const auto index = tftext::TakeUint(rest);
+    if (index && *index < 1000000 && tftext::StartsWith(rest, "_bfc"))
+      return static_cast<std::uint32_t>(*index);
+  }
+  return std::nullopt;
+}
+
+Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& name) {
+  Trace trace;
+  trace.header.producer = "TensorFlow BFC allocator log";
+  trace.header.source_format = "tensorflow-bfc-log";
+  trace.header.metadata.emplace_back("source", name);
+  trace.header.metadata.emplace_back("tf.dumps", std::to_string(dumps.size()));
+
+  // One device per allocator name: GPU_N_bfc is device N, the others take the free indices.
+  std::map<std::string, std::uint32_t> devices;
+  std::vector<bool> taken;
+  auto take = [&](std::uint32_t i) {
+    if (taken.size() <= i) taken.resize(i + 1, false);
+    taken[i] = true;
+  };
+  for (const TfBfcDump& d : dumps)
+    if (auto i = TfAllocatorDevice(d.allocator); i && !devices.count(d.allocator)) {
+      devices[d.allocator] = *i;
+      take(*i);
+    }
+  std::uint32_t next = 0;
+  for (const TfBfcDump& d : dumps) {
+    if (devices.count(d.allocator)) continue;
+    while (next < taken.size() && taken[next]) ++next;
+    devices[d.allocator] = next;
+    take(next);
+  }
+  for (const auto& [allocator, index] : devices) {
+    DeviceDescription desc;
+    desc.index = index;
+    desc.name = allocator.empty() ? "unknown TensorFlow allocator" : allocator;
+    desc.backing = "tensorflow";
+    for (const TfBfcDump& d : dumps)
+      if (d.allocator == allocator && d.limit > 0 && desc.limit == 0) desc.limit = desc.capacity = d.limit;
+    trace.header.devices.push_back(desc);
+  }
+  std::sort(trace.header.devices.begin(), trace.header.devices.end(),
+            [](const DeviceDescription& a, const DeviceDescription& b) { return a.index < b.index; });
+
+  TraceBuilder b(trace);
+  std::uint64_t t0 = 0;
+  for (const TfBfcDump& d : dumps)
+    if (d.time_unix_ns != 0) {
+      t0 = d.time_unix_ns;
+      break;
+    }
+  trace.header.created_unix_ns = t0;
+  std::uint64_t now = 0;
+  std::map<std::uint32_t, Live> live;
+  std::uint64_t alloc_id = 0;
+  for (std::size_t n = 0; n < dumps.size(); ++n) {
+    const TfBfcDump& d = dumps[n];
+    const std::uint32_t device = devices[d.allocator];
+    if (d.time_unix_ns != 0 && d.time_unix_ns >= t0) now = std::max(now, d.time_unix_ns - t0);
+    b.Add(EventType::kMarker, device, now).tag = b.Intern(fmt::format("tf dump {} at line {}", n + 1, d.line));
+    // A later dump of the same allocator replaces the earlier state.
+    Live& state = live[device];
+    for (const Event& a : state.allocs) {
+      Event& f = b.Add(EventType::kFree, device, now);
+      f.address = a.address;
+      f.size = a.size;
+      f.rounded = a.rounded;
+      f.alloc_id = a.alloc_id;
+    }
+    for (const auto& [address, size] : state.regions) {
+      Event& r = b.Add(EventType::kRegionRelease, device, now);
+      r.address = address;
+      r.size = size;
+    }
+    state = Live{};
+    for (const TfBfcRegion& region : d.regions) {
+      Event& r = b.Add(EventType::kRegionReserve, device, now);
+      r.address = region.address;
+      r.size = region.size;
+      state.regions.emplace_back(region.address, region.size);
+      for (std::size_t c = region.first_chunk; c < region.first_chunk + region.chunk_count; ++c) {
+        const TfBfcChunk& chunk = d.chunks[c];
+        if (!chunk.in_use) continue;
+        Event& a = b.Add(EventType::kAlloc, device, now);
+        a.address = chunk.address;
+        a.size = chunk.requested != 0 ? chunk.requested : chunk.size;
+        a.rounded = chunk.size;
+        a.region = region.address;
+        a.alloc_id = ++alloc_id;
+        state.allocs.push_back(a);
+      }
+    }
+    if (d.has_header) {
+      Event& o = b.Add(EventType::kOom, device, now);
+      o.oom = d.ToOomRecord();
+      o.tag = b.Intern(d.op);
+    }
+    const std::string key = fmt::format("tf.dump{}", n + 1);
+    trace.header.metadata.emplace_back(
+        key, fmt::format("{} at line {}: {} regions ({}), {} in-use and {} free chunks, in use {}{}",
+                         d.allocator.empty() ? "(no header)" : d.allocator, d.line, d.regions.size(),
+                         HumanBytes(d.reserved), d.in_use_chunks, d.free_chunks, HumanBytes(d.in_use),
+                         d.has_header ? fmt::format(", request {} (rounded {}), cause {}{}", d.request,
+                                                    d.rounded, ToString(d.cause),
+                                                    d.cause_known ? "" : " (undetermined)")
+                                      : std::string()));
+    if (!d.occupancy.empty()) trace.header.metadata.emplace_back(key + ".occupancy", d.occupancy);
+    trace.warnings.insert(trace.warnings.end(), d.warnings.begin(), d.warnings.end());
+  }
+  return trace;
+}
+
+Trace ReadTfBfcLog(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw TraceError(path, 0, fmt::format("read failed: {}", std::strerror(errno)));
+  const std::string text = std::move(buffer).str();
+  const std::vector<TfBfcDump> dumps = ParseTfBfcLog(text, path);
+  if (dumps.empty())
+    throw TraceError(path, 0, "no TensorFlow BFC allocator dump found (no \"ran out of memory\" "
+                              "header, no chunk, bin or Stats lines)");
+  return TfBfcDumpsToTrace(dumps, path);
+}
+
+bool LooksLikeTfBfcLog(std::string_view head) {
+  if (head.find("ran out of memory trying to allocate ") != std::string_view::npos) return true;
+  if (head.find("BFCAllocator dump for ") != std::string_view::npos) return true;
+  if (head.find('\0') != std::string_view::npos) return false;  // binary
+  return !ParseTfBfcLog(head, "").empty();
+}
+
+}  // namespace fragscope::traces
