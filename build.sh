@@ -60,6 +60,14 @@ build() {  # build PRESET [TARGET...]
   fi
 }
 
+test_targets() {  # the test executables of the given tests/ folders
+  for dir in "$@"; do
+    for source in tests/"$dir"/*_test.cpp; do
+      [ -e "$source" ] && basename "$source" .cpp
+    done
+  done
+}
+
 case "${1:-help}" in
   deps)
     deps
@@ -82,12 +90,14 @@ case "${1:-help}" in
     ctest --preset release
     ;;
   sanitize)
+    # Only the suites each sanitizer is for: memory errors in the allocator and in everything that
+    # parses files (ASan+UBSan), data races in the allocator and the trace writer (TSan).
     deps
-    build asan
-    log "allocator tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+    build asan $(test_targets allocator traces import)
+    log "allocator, trace and importer tests under AddressSanitizer + UndefinedBehaviorSanitizer"
     ctest --preset asan
-    build tsan
-    log "allocator tests under ThreadSanitizer"
+    build tsan $(test_targets allocator traces)
+    log "allocator and trace tests under ThreadSanitizer"
     ctest --preset tsan
     ;;
   bench)
