@@ -10,7 +10,9 @@
 #include "cli_support.hpp"
 #include "commands.hpp"
 #include "fragscope/analysis/synth.hpp"
+#include "fragscope/traces/chrome_trace.hpp"
 #include "fragscope/traces/jsonl.hpp"
+#include "fragscope/traces/rmm_csv.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 #include "trace_input.hpp"
@@ -27,7 +29,9 @@ struct ConvertOptions {
 std::string FormatFromExtension(const std::string& path) {
   const auto dot = path.rfind('.');
   const std::string extension = dot == std::string::npos ? "" : path.substr(dot + 1);
-  if (extension == "jsonl" || extension == "json") return "jsonl";
+  if (extension == "jsonl") return "jsonl";
+  if (extension == "json") return "chrome";
+  if (extension == "csv") return "rmm-csv";
   return "fst";
 }
 
@@ -59,7 +63,7 @@ int RunConvert(const ConvertOptions& options) {
     }
     writer.Close();
   } else {
-    // JSON Lines: stream events as they come, names resolved through the input's tag list.
+    // The text formats are written from the whole trace in memory.
     traces::Trace trace;
     trace.header = input->header();
     while (input->NextBlock(&block)) {
@@ -70,7 +74,9 @@ int RunConvert(const ConvertOptions& options) {
     events = trace.events.size();
     std::ofstream out(options.out, std::ios::binary | std::ios::trunc);
     if (!out) throw UsageError(fmt::format("{}: cannot create the file", options.out));
-    traces::WriteJsonl(trace, out);
+    if (to == "jsonl") traces::WriteJsonl(trace, out);
+    else if (to == "rmm-csv") traces::WriteRmmCsv(trace, out);
+    else traces::WriteChromeTrace(trace, out);
     out.flush();
     if (!out) throw UsageError(fmt::format("{}: write failed", options.out));
   }
@@ -105,8 +111,11 @@ Command AddConvert(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("convert", "Convert a trace to another format");
   sub->add_option("in", options->in, "input trace (any format fragscope reads)")->required();
   sub->add_option("out", options->out, "output file")->required();
-  sub->add_option("--to", options->to, "output format (default: from OUT's extension; .jsonl is JSON Lines)")
-      ->check(CLI::IsMember({"fst", "jsonl"}));
+  sub->add_option("--to", options->to,
+                  "output format: fst, jsonl (JSON Lines), rmm-csv (RMM logging_resource_adaptor "
+                  "CSV), chrome (Chrome trace JSON with counters, for Perfetto); default from OUT's "
+                  "extension: .jsonl, .csv, .json, else fst")
+      ->check(CLI::IsMember({"fst", "jsonl", "rmm-csv", "chrome"}));
   return {sub, [options] { return RunConvert(*options); }};
 }
 

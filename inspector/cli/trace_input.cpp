@@ -2,10 +2,14 @@
 
 #include <cctype>
 #include <fstream>
+#include <span>
 
 #include <fmt/format.h>
 
 #include "fragscope/traces/jsonl.hpp"
+#include "fragscope/traces/pytorch_snapshot.hpp"
+#include "fragscope/traces/rmm_csv.hpp"
+#include "fragscope/traces/tf_bfc_log.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 
 namespace fragscope::cli {
@@ -60,17 +64,34 @@ class InMemoryInput final : public TraceInput {
 std::unique_ptr<TraceInput> TraceInput::Open(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw traces::TraceError(path, 0, "cannot open the file (does it exist?)");
-  char head[64] = {};
-  file.read(head, sizeof head);
-  const std::size_t got = static_cast<std::size_t>(file.gcount());
-  if (got == 0) throw traces::TraceError(path, 0, "the file is empty");
+  // Enough of the start of the file for every detector (a TF dump may follow pages of log).
+  std::string head(1 << 20, '\0');
+  file.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(file.gcount()));
+  if (head.empty()) throw traces::TraceError(path, 0, "the file is empty");
+  const auto bytes = std::span(reinterpret_cast<const std::uint8_t*>(head.data()), head.size());
+
+  if (head.size() >= 4 && static_cast<unsigned char>(head[0]) == 0x89 && head.compare(1, 3, "FST") == 0) {
+    return std::make_unique<FstInput>(path);
+  }
+  if (traces::LooksLikePytorchSnapshot(bytes)) {
+    return std::make_unique<InMemoryInput>(path, "PyTorch memory snapshot", traces::ReadPytorchSnapshot(path));
+  }
   std::size_t first = 0;
-  while (first < got && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
-  if (first < got && head[first] == '{') {
+  while (first < head.size() && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
+  if (first < head.size() && head[first] == '{') {
     return std::make_unique<InMemoryInput>(path, "JSON Lines", traces::ReadJsonl(path));
   }
-  // Everything else must be a fragscope trace; its reader names what is wrong otherwise.
-  return std::make_unique<FstInput>(path);
+  if (traces::LooksLikeRmmCsv(head)) {
+    return std::make_unique<InMemoryInput>(path, "RMM log (CSV)", traces::ReadRmmCsv(path));
+  }
+  if (traces::LooksLikeTfBfcLog(head)) {
+    return std::make_unique<InMemoryInput>(path, "TensorFlow BFC log", traces::ReadTfBfcLog(path));
+  }
+  throw traces::TraceError(
+      path, 0,
+      "unknown format: not a fragscope trace (.fst), JSON Lines, PyTorch memory snapshot "
+      "(torch.cuda.memory._dump_snapshot), RMM CSV log or TensorFlow BFC OOM log");
 }
 
 analysis::BlockSource TraceInput::Blocks(const analysis::Progress& progress) {
