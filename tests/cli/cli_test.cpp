@@ -241,6 +241,41 @@ TEST_F(Cli, ConvertRoundTripKeepsTheReport) {
   EXPECT_TRUE(nlohmann::json::parse(line).contains("seq"));
 }
 
+TEST_F(Cli, ConvertsToRmmCsvAndChromeTrace) {
+  ASSERT_EQ(Run({"convert", Sample("synth-small.fst"), Path("t.csv")}).code, 0);
+  ASSERT_EQ(Run({"convert", Sample("synth-small.fst"), Path("t.json")}).code, 0);
+  // The RMM log reads back as a trace with the same allocation sequence: same peak LOAD.
+  const auto original = nlohmann::json::parse(Run({"report", Sample("synth-small.fst"), "--json"}).out);
+  const Result from_csv = Run({"report", Path("t.csv"), "--json"});
+  ASSERT_EQ(from_csv.code, 0) << from_csv.err;
+  const auto csv = nlohmann::json::parse(from_csv.out);
+  EXPECT_EQ(csv["format"], "RMM log (CSV)");
+  EXPECT_EQ(csv["devices"][0]["peak_load"], original["devices"][0]["peak_load"]);
+  // The Chrome trace is one JSON document with counter events.
+  const auto chrome = nlohmann::json::parse(Slurp(Path("t.json")));
+  const auto& events = chrome.is_array() ? chrome : chrome["traceEvents"];
+  ASSERT_FALSE(events.empty());
+  bool counter = false;
+  for (const auto& event : events) counter |= event.value("ph", "") == "C";
+  EXPECT_TRUE(counter);
+}
+
+TEST_F(Cli, ReadsOtherToolsFilesByContent) {
+  const fs::path data = fs::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data";
+  if (!fs::exists(data)) GTEST_SKIP() << data << " is absent: no third-party traces to read";
+  // The extension says nothing: a copy named .bin is still recognized.
+  fs::copy_file(data / "torch" / "pt_linear_grad_tiny.pickle", Path("snapshot.bin"));
+  Result r = Run({"report", Path("snapshot.bin"), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["format"], "PyTorch memory snapshot");
+  r = Run({"report", (data / "tf" / "01_voletiv-IIIT-deep-learning-course-2017-summer_Assignment2-Readme.log").string(),
+           "--json", "--no-min-limit"});
+  EXPECT_EQ(r.code, 1) << r.err;  // the log is an OOM
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["format"], "TensorFlow BFC log");
+  EXPECT_EQ(json["devices"][0]["ooms"][0]["cause"], "request-too-large");
+}
+
 TEST_F(Cli, SynthIsSeeded) {
   ASSERT_EQ(Run({"synth", "--events", "5000", "--seed", "9", "--out", Path("a.fst")}).code, 0);
   ASSERT_EQ(Run({"synth", "--events", "5000", "--seed", "9", "--out", Path("b.fst")}).code, 0);
