@@ -77,7 +77,7 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name) {
 
   struct Live { std::uint64_t id, size, rounded; };
   std::unordered_map<std::uint64_t, Live> live;
-  std::uint64_t in_use = 0, requested = 0, next_id = 0, unknown_frees = 0;
+  std::uint64_t in_use = 0, requested = 0, next_id = 0, unknown_frees = 0, failures = 0;
   std::uint64_t first_time = 0, day = 0, previous_raw = 0, previous = 0;
   bool header = false, have_time = false;
   std::size_t line = 0;
@@ -181,6 +181,10 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name) {
       o.live_requested = requested;
       o.chunk_count = live.size();
       o.cause = OomCause::kCapacity;  // the log has no limit: see docs/importers.md
+      if (++failures == 1)
+        trace.warnings.push_back(fmt::format("{}:{}: allocate failure: an RMM log has no limit, regions or "
+                                             "free space, so the cause cannot be determined (marked capacity)",
+                                             name, line));
     } else {
       throw fail(fmt::format("unknown action \"{}\" (expected allocate, free or allocate failure)", action));
     }
