@@ -10,6 +10,7 @@
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/analysis/replay.hpp"
+#include "fragscope/analysis/timeline.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 #include "trace_input.hpp"
 
@@ -118,11 +119,38 @@ struct CompareOptions : SequenceOptions {
 int RunCompare(const CompareOptions& command) {
   const analysis::AllocationSequence sequence = LoadSequence(command.trace);
   struct Row {
-    std::string conf;
+    std::string conf;     // canonical, for programs
+    std::string display;  // as the user wrote it, for the table
     std::uint64_t peak_load = 0, peak_reserved = 0, ooms = 0;
     double overhead = 0, utilization = 0, fragmentation = 0, seconds = 0;
   };
   std::vector<Row> table;
+  // First row: what the trace itself recorded (PyTorch's or TensorFlow's allocator, or ours), so
+  // the replays read against it.
+  {
+    auto input = TraceInput::Open(command.trace);
+    analysis::TimelineOptions timeline_options;
+    timeline_options.tags = &input->tags();
+    const auto model = analysis::TimelineModel::Build(input->header(), input->Blocks(), timeline_options);
+    Row row;
+    row.conf = row.display = fmt::format("as recorded ({})", input->header().producer.empty()
+                                                                     ? input->format()
+                                                                     : input->header().producer);
+    double weighted_util = 0, weighted_frag = 0;
+    for (std::uint32_t device : model->devices()) {
+      const analysis::DeviceMetrics m = model->Metrics(device);
+      row.peak_load += m.peak_load;
+      row.peak_reserved += m.peak_reserved;
+      row.ooms += m.ooms;
+      weighted_util += m.utilization_at_peak * static_cast<double>(m.peak_reserved);
+      weighted_frag += m.fragmentation_at_peak * static_cast<double>(m.peak_reserved);
+    }
+    const double reserved = static_cast<double>(std::max<std::uint64_t>(row.peak_reserved, 1));
+    row.utilization = weighted_util / reserved;
+    row.fragmentation = weighted_frag / reserved;
+    row.overhead = analysis::DeviceMetrics::Overhead(row.peak_reserved, row.peak_load);
+    table.push_back(row);
+  }
   for (const std::string& text : command.confs) {
     analysis::ReplayOptions options = MakeOptions(command, text);
     options.continue_past_oom = true;  // count every OOM a policy meets
@@ -131,6 +159,7 @@ int RunCompare(const CompareOptions& command) {
     const analysis::ReplayResult result = analysis::Replay(sequence, options);
     Row row;
     row.conf = options.conf.ToString();
+    row.display = text;
     row.seconds = result.seconds;
     // Several devices: sum the bytes, and weigh the ratios by reserved bytes.
     double weighted_util = 0, weighted_frag = 0;
@@ -149,27 +178,35 @@ int RunCompare(const CompareOptions& command) {
     table.push_back(row);
   }
   if (command.json) {
+    auto row_json = [](const Row& row) {
+      return nlohmann::json{{"alloc_conf", row.conf}, {"peak_load", row.peak_load},
+                            {"peak_reserved", row.peak_reserved}, {"overhead", row.overhead},
+                            {"utilization_at_peak", row.utilization},
+                            {"fragmentation_at_peak", row.fragmentation}, {"ooms", row.ooms},
+                            {"seconds", row.seconds}};
+    };
     nlohmann::json rows = nlohmann::json::array();
-    for (const Row& row : table) {
-      rows.push_back({{"alloc_conf", row.conf}, {"peak_load", row.peak_load}, {"peak_reserved", row.peak_reserved},
-                      {"overhead", row.overhead}, {"utilization_at_peak", row.utilization},
-                      {"fragmentation_at_peak", row.fragmentation}, {"ooms", row.ooms},
-                      {"seconds", row.seconds}});
-    }
+    for (std::size_t i = 1; i < table.size(); ++i) rows.push_back(row_json(table[i]));
+    nlohmann::json recorded = row_json(table.front());
+    recorded.erase("seconds");
+    recorded["producer"] = recorded["alloc_conf"];
+    recorded.erase("alloc_conf");
     fmt::print("{}\n", nlohmann::json{{"trace", command.trace}, {"events", sequence.ops.size()},
-                                      {"configurations", rows}}.dump(2));
+                                      {"recorded", recorded}, {"configurations", rows}}.dump(2));
     return kOk;
   }
   fmt::print("{} allocation events of {}\n\n", sequence.ops.size(), command.trace);
   std::vector<std::vector<std::string>> rows = {
       {"configuration", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs", "replay"}};
   for (const Row& row : table) {
-    rows.push_back({row.conf, FormatBytes(row.peak_reserved), FormatRatio(row.overhead),
+    rows.push_back({row.display, FormatBytes(row.peak_reserved), FormatRatio(row.overhead),
                     FormatRatio(row.utilization), FormatRatio(row.fragmentation), std::to_string(row.ooms),
-                    fmt::format("{:.2f} s", row.seconds)});
+                    &row == &table.front() ? std::string("-") : fmt::format("{:.2f} s", row.seconds)});
   }
   fmt::print("{}", FormatTable(rows));
-  if (!table.empty()) fmt::print("\npeak LOAD (the least any allocator needs): {}\n", FormatBytes(table.front().peak_load));
+  if (table.size() > 1) {
+    fmt::print("\npeak LOAD (the least any allocator needs): {}\n", FormatBytes(table[1].peak_load));
+  }
   return kOk;
 }
 

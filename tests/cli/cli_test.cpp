@@ -209,6 +209,9 @@ TEST_F(Cli, CompareHasOneRowPerConfiguration) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto json = nlohmann::json::parse(r.out);
   ASSERT_EQ(json["configurations"].size(), 3u);
+  // The trace's own figures come first, for reference: synth ran growth=on, as the first replay.
+  EXPECT_EQ(json["recorded"]["peak_reserved"], json["configurations"][0]["peak_reserved"]);
+  EXPECT_EQ(json["recorded"]["peak_load"], json["configurations"][0]["peak_load"]);
   for (const auto& row : json["configurations"]) {
     EXPECT_GE(row["overhead"].get<double>(), 1.0);
     EXPECT_EQ(row["peak_load"], json["configurations"][0]["peak_load"]) << "same sequence, same LOAD";
