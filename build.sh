@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # fragscope's one entry point for people and CI: installs what is missing, builds, runs.
 #
-#   ./build.sh run        install dependencies, build, run the main job
-#   ./build.sh test       install dependencies, build, run the whole test suite
-#   ./build.sh sanitize   ASan+UBSan and TSan builds of the allocator tests
-#   ./build.sh bench      build and run the benchmarks (not part of the test suite)
-#   ./build.sh fuzz [S]   fuzz the trace reader for S seconds (default 60) with libFuzzer
-#   ./build.sh deps       only install the Debian packages
+#   ./build.sh run          install dependencies, build, run the main job
+#   ./build.sh test         install dependencies, build, run the whole test suite
+#   ./build.sh sanitize     ASan+UBSan and TSan builds of the allocator, trace and importer tests
+#   ./build.sh bench        build and run the benchmarks (not part of the test suite)
+#   ./build.sh fuzz [T] [S] fuzz reader T (trace_reader, pickle_reader, tf_log) for S seconds
+#   ./build.sh deps         only install the Debian packages
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -109,7 +109,7 @@ case "${1:-help}" in
   fuzz)
     PACKAGES+=(clang libclang-rt-14-dev)
     deps
-    fuzz/run.sh "${2:-60}"
+    fuzz/run.sh "${@:2}"
     ;;
   help|-h|--help)
     sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'

@@ -1,5 +1,5 @@
 // libFuzzer target: the pickle reader and the PyTorch snapshot importer over arbitrary bytes
-// (from memory, no files). Built by fuzz/run_pickle.sh. Anything but a PickleError / TraceError
+// (from memory, no files). Built by `fuzz/run.sh pickle_reader`. Anything but a PickleError / TraceError
 // escaping, a broken invariant of the imported trace, a sanitizer report, a hang or runaway
 // memory is a finding.
 #include <cstdint>

@@ -1,7 +1,7 @@
 // libFuzzer target: the TensorFlow / XLA BFC OOM log reader over arbitrary text. Parses the bytes,
 // maps the dumps to a trace and checks what the reader promises: regions sorted and disjoint,
 // chunks inside their regions, totals that add up, one global order of events, tags in range,
-// OOM records whose derived fields follow from the others. Built by fuzz/run_tf.sh. Any
+// OOM records whose derived fields follow from the others. Built by `fuzz/run.sh tf_log`. Any
 // exception, sanitizer report, hang or runaway memory is a finding.
 #include <cstdint>
 #include <cstdlib>

@@ -116,14 +116,32 @@ struct CompareOptions : SequenceOptions {
   std::vector<std::string> confs;
 };
 
+// One row of `compare`: several devices are summed, their ratios weighed by reserved bytes.
+struct CompareRow {
+  std::string conf;     // canonical, for programs
+  std::string display;  // as the user wrote it, for the table
+  std::uint64_t peak_load = 0, peak_reserved = 0, ooms = 0;
+  double overhead = 0, utilization = 0, fragmentation = 0, seconds = 0;
+
+  void Add(const analysis::DeviceMetrics& m) {
+    peak_load += m.peak_load;
+    peak_reserved += m.peak_reserved;
+    ooms += m.ooms;  // every OOM, also past the ones diagnosed
+    weighted_utilization_ += m.utilization_at_peak * static_cast<double>(m.peak_reserved);
+    weighted_fragmentation_ += m.fragmentation_at_peak * static_cast<double>(m.peak_reserved);
+    const double reserved = static_cast<double>(std::max<std::uint64_t>(peak_reserved, 1));
+    utilization = weighted_utilization_ / reserved;
+    fragmentation = weighted_fragmentation_ / reserved;
+    overhead = analysis::DeviceMetrics::Overhead(peak_reserved, peak_load);
+  }
+
+ private:
+  double weighted_utilization_ = 0, weighted_fragmentation_ = 0;
+};
+
 int RunCompare(const CompareOptions& command) {
   const analysis::AllocationSequence sequence = LoadSequence(command.trace);
-  struct Row {
-    std::string conf;     // canonical, for programs
-    std::string display;  // as the user wrote it, for the table
-    std::uint64_t peak_load = 0, peak_reserved = 0, ooms = 0;
-    double overhead = 0, utilization = 0, fragmentation = 0, seconds = 0;
-  };
+  using Row = CompareRow;
   std::vector<Row> table;
   // First row: what the trace itself recorded (PyTorch's or TensorFlow's allocator, or ours), so
   // the replays read against it.
@@ -136,19 +154,7 @@ int RunCompare(const CompareOptions& command) {
     row.conf = row.display = fmt::format("as recorded ({})", input->header().producer.empty()
                                                                      ? input->format()
                                                                      : input->header().producer);
-    double weighted_util = 0, weighted_frag = 0;
-    for (std::uint32_t device : model->devices()) {
-      const analysis::DeviceMetrics m = model->Metrics(device);
-      row.peak_load += m.peak_load;
-      row.peak_reserved += m.peak_reserved;
-      row.ooms += m.ooms;
-      weighted_util += m.utilization_at_peak * static_cast<double>(m.peak_reserved);
-      weighted_frag += m.fragmentation_at_peak * static_cast<double>(m.peak_reserved);
-    }
-    const double reserved = static_cast<double>(std::max<std::uint64_t>(row.peak_reserved, 1));
-    row.utilization = weighted_util / reserved;
-    row.fragmentation = weighted_frag / reserved;
-    row.overhead = analysis::DeviceMetrics::Overhead(row.peak_reserved, row.peak_load);
+    for (std::uint32_t device : model->devices()) row.Add(model->Metrics(device));
     table.push_back(row);
   }
   for (const std::string& text : command.confs) {
@@ -161,20 +167,7 @@ int RunCompare(const CompareOptions& command) {
     row.conf = options.conf.ToString();
     row.display = text;
     row.seconds = result.seconds;
-    // Several devices: sum the bytes, and weigh the ratios by reserved bytes.
-    double weighted_util = 0, weighted_frag = 0;
-    for (const auto& device : result.devices) {
-      const auto& m = device.metrics;
-      row.peak_load += m.peak_load;
-      row.peak_reserved += m.peak_reserved;
-      row.ooms += m.ooms;  // every OOM, also past the ones diagnosed
-      weighted_util += m.utilization_at_peak * static_cast<double>(m.peak_reserved);
-      weighted_frag += m.fragmentation_at_peak * static_cast<double>(m.peak_reserved);
-    }
-    const double reserved = static_cast<double>(std::max<std::uint64_t>(row.peak_reserved, 1));
-    row.utilization = weighted_util / reserved;
-    row.fragmentation = weighted_frag / reserved;
-    row.overhead = analysis::DeviceMetrics::Overhead(row.peak_reserved, row.peak_load);
+    for (const auto& device : result.devices) row.Add(device.metrics);
     table.push_back(row);
   }
   if (command.json) {
