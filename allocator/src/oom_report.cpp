@@ -8,21 +8,12 @@
 
 namespace fragscope {
 
-OomCause ClassifyOom(const traces::OomRecord& n, bool backing_refused) {
-  if (n.rounded > n.limit) return OomCause::kRequestTooLarge;
-  if (n.in_use + n.rounded > n.limit) return OomCause::kCapacity;
-  if (backing_refused) return OomCause::kBacking;
-  // Here in_use + rounded <= limit, so free_in_regions + headroom >= rounded: enough bytes in
-  // total, none of them contiguous enough.
-  return OomCause::kFragmentation;
-}
-
 OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
                       bool backing_refused) {
   OomReport report;
   report.device = device;
   report.numbers = numbers;
-  report.numbers.cause = ClassifyOom(numbers, backing_refused);
+  report.numbers.cause = traces::ClassifyOom(numbers, backing_refused);
   const traces::OomRecord& n = report.numbers;
   const std::string rounded = FormatBytes(n.rounded);
   switch (n.cause) {

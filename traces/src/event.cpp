@@ -24,4 +24,13 @@ std::string_view ToString(OomCause cause) {
   return "unknown";
 }
 
+OomCause ClassifyOom(const OomRecord& n, bool backing_refused) {
+  if (n.rounded > n.limit) return OomCause::kRequestTooLarge;
+  if (n.in_use + n.rounded > n.limit) return OomCause::kCapacity;
+  if (backing_refused) return OomCause::kBacking;
+  // Here in_use + rounded <= limit, so free_in_regions + headroom >= rounded: enough bytes in
+  // total, none of them contiguous enough.
+  return OomCause::kFragmentation;
+}
+
 }  // namespace fragscope::traces

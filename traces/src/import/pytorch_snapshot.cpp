@@ -343,15 +343,8 @@ class Importer {
         ++r.chunk_count;
       }
     }
-    if (r.rounded > r.limit) {
-      r.cause = OomCause::kRequestTooLarge;
-    } else if (r.in_use + r.rounded > r.limit) {
-      r.cause = OomCause::kCapacity;
-    } else if (e.device_free >= r.rounded) {
-      r.cause = OomCause::kBacking;
-    } else {
-      r.cause = OomCause::kFragmentation;
-    }
+    // The device had the bytes free, so the caching allocator was refused, not out of room.
+    r.cause = ClassifyOom(r, e.device_free >= r.rounded);
     Event o;
     o.type = EventType::kOom;
     o.device = e.device;

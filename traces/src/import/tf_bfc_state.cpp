@@ -269,11 +269,9 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   if (d.has_header && !d.cause_known)
     warn(d.line, "the cause cannot be determined (no limit in the dump): marked capacity");
   if (!d.cause_known) return;
+  // TF would have grown a new region if the headroom alone held the request: it was refused.
   const std::uint64_t headroom = d.limit > d.reserved ? d.limit - d.reserved : 0;
-  if (d.rounded > d.limit) d.cause = OomCause::kRequestTooLarge;
-  else if (d.in_use + d.rounded > d.limit) d.cause = OomCause::kCapacity;
-  else if (headroom >= d.rounded) d.cause = OomCause::kBacking;
-  else d.cause = OomCause::kFragmentation;
+  d.cause = ClassifyOom(d.ToOomRecord(), headroom >= d.rounded);
   if (!d.chunks.empty() && d.largest_free >= d.rounded)
     warn(d.line, fmt::format("a free chunk of {} bytes would hold the {}-byte request: the dump does "
                              "not match an OOM of this request", d.largest_free, d.rounded));

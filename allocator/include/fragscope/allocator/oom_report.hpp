@@ -46,8 +46,7 @@ struct PolicyFacts {
 // allocator and by trace analysis, so a recorded OOM gets the same advice as a live one.
 void AddPolicyAdvice(OomReport& report, const PolicyFacts& facts);
 
-// The cause alone, by the rules of DESIGN.md, in this order: request-too-large, capacity, backing,
-// fragmentation.
-OomCause ClassifyOom(const traces::OomRecord& numbers, bool backing_refused);
+// The cause alone: traces::ClassifyOom, the one definition (event.hpp).
+using traces::ClassifyOom;
 
 }  // namespace fragscope

@@ -50,6 +50,12 @@ struct OomRecord {
   OomCause cause = OomCause::kCapacity;
 };
 
+// The cause of an OOM from its numbers, by the rules of DESIGN.md, in this order:
+// request-too-large (rounded > limit), capacity (in_use + rounded > limit), backing (the backing
+// refused memory the limit allowed), fragmentation (enough bytes in total, none contiguous).
+// The one definition: the allocator, trace analysis and every importer classify with it.
+OomCause ClassifyOom(const OomRecord& numbers, bool backing_refused);
+
 // One allocator event. Fields that an event type does not use stay zero.
 //   alloc:          device, stream, address, size (requested), rounded, region, tag, thread, alloc_id
 //   free:           device, address, size (requested), rounded, alloc_id (the allocation it ends)
