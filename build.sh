@@ -5,7 +5,7 @@
 #   ./build.sh test         install dependencies, build, run the whole test suite
 #   ./build.sh sanitize     ASan+UBSan and TSan builds of the allocator, trace and importer tests
 #   ./build.sh bench        build and run the benchmarks (not part of the test suite)
-#   ./build.sh fuzz [T] [S] fuzz reader T (trace_reader, pickle_reader, tf_log) for S seconds
+#   ./build.sh fuzz [T] [S] fuzz reader T (trace_reader, pickle_reader, tf_log, rmm_csv) for S seconds
 #   ./build.sh deps         only install the Debian packages
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -12,6 +12,7 @@
 #   pickle_reader   the pickle reader and the PyTorch snapshot importer
 #   tf_log          the TensorFlow / XLA BFC log reader (also seeded, read in place, with
 #                   ../shared/data/tf when present)
+#   rmm_csv         the RAPIDS RMM CSV log reader, and the writer's round trip
 #
 # Builds with clang++ straight from traces/src (not through CMake) into build/fuzz/TARGET/. New
 # inputs the fuzzer finds go to build/fuzz/TARGET/corpus/, crashes to build/fuzz/TARGET/artifacts/.
@@ -41,18 +42,41 @@ case "$target" in
   trace_reader) max_len=16384 ;;
   pickle_reader) max_len=65536 ;;
   tf_log) max_len=262144 ;;
-  *) echo "error: unknown fuzz target '$target' (trace_reader, pickle_reader, tf_log)" >&2; exit 2 ;;
+  rmm_csv) max_len=65536 ;;
+  *) echo "error: unknown fuzz target '$target' (trace_reader, pickle_reader, tf_log, rmm_csv)" >&2; exit 2 ;;
 esac
 seed_dirs=("fuzz/corpus/$target")
 if [ "$target" = tf_log ] && [ -d ../shared/data/tf ]; then seed_dirs+=(../shared/data/tf); fi
 
+FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
+       -fno-sanitize-recover=all -DFRAGSCOPE_FUZZING=1 -Itraces/include)
+# The trace library, instrumented, built once for every target and rebuilt only when a source is
+# newer than the archive (CI fuzzes four targets in a row).
+LIB=build/fuzz/lib/libfragscope_traces_fuzz.a
+stale=0
+if [ ! -e "$LIB" ]; then stale=1; else
+  for source in "${SOURCES[@]}" traces/include/fragscope/traces/*.hpp traces/src/import/*.hpp fuzz/run.sh; do
+    if [ "$source" -nt "$LIB" ]; then stale=1; break; fi
+  done
+fi
+if [ "$stale" -eq 1 ]; then
+  echo "==> building $LIB with $CXX" >&2
+  rm -rf build/fuzz/lib && mkdir -p build/fuzz/lib/obj
+  pids=()
+  for source in "${SOURCES[@]}"; do
+    object=build/fuzz/lib/obj/$(echo "$source" | tr / _).o
+    "$CXX" "${FLAGS[@]}" $(pkg-config --cflags libzstd fmt spdlog) -c "$source" -o "$object" &
+    pids+=($!)
+    if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  ar rcs "$LIB" build/fuzz/lib/obj/*.o
+fi
+
 OUT=build/fuzz/$target
 mkdir -p "$OUT/corpus" "$OUT/artifacts"
 echo "==> building $OUT/fuzz with $CXX" >&2
-"$CXX" -std=c++20 -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -DFRAGSCOPE_FUZZING=1 -Itraces/include \
-  "fuzz/${target}_fuzz.cpp" "${SOURCES[@]}" $DEPS -pthread -o "$OUT/fuzz"
+"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "fuzz/${target}_fuzz.cpp" "$LIB" $DEPS -pthread -o "$OUT/fuzz"
 
 rm -f "$OUT"/artifacts/*
 echo "==> fuzzing $target for $seconds s" >&2
