@@ -45,18 +45,26 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
           "{} more must be available to the allocator",
           FormatBytes(n.rounded > n.largest_free ? n.rounded - n.largest_free : 0));
       break;
-    case OomCause::kFragmentation:
+    case OomCause::kFragmentation: {
+      // A hole a few bytes short reads "7.50 MiB, less than 7.50 MiB" when rounded for display:
+      // then both sizes are given in bytes as well.
+      const std::uint64_t largest = std::max(n.largest_free, n.headroom);
+      std::string largest_text = FormatBytes(largest), request_text = rounded;
+      if (largest_text == request_text) {
+        largest_text += fmt::format(" ({} bytes)", largest);
+        request_text += fmt::format(" ({} bytes)", n.rounded);
+      }
       report.explanation = fmt::format(
           "{} are free ({} inside {} regions, {} headroom below the limit) but the largest "
           "contiguous range is {}, less than the request of {}",
           FormatBytes(n.free_in_regions + n.headroom), FormatBytes(n.free_in_regions),
-          n.region_count, FormatBytes(n.headroom),
-          FormatBytes(std::max(n.largest_free, n.headroom)), rounded);
+          n.region_count, FormatBytes(n.headroom), largest_text, request_text);
       report.suggestion = fmt::format(
           "raise the limit by {} so a new region fits (fragscope min-limit finds the smallest "
           "limit by replay)",
           FormatBytes(n.rounded - std::min(n.rounded, n.headroom)));
       break;
+    }
   }
   return report;
 }

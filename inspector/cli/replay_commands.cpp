@@ -143,6 +143,9 @@ int RunCompare(const CompareOptions& command) {
   const analysis::AllocationSequence sequence = LoadSequence(command.trace);
   using Row = CompareRow;
   std::vector<Row> table;
+  // Blocks live before recording (PyTorch snapshots): every row holds them, so the like-for-like
+  // overhead of the recorded window takes them out of every row alike.
+  analysis::BeforeRecording before;
   // First row: what the trace itself recorded (PyTorch's or TensorFlow's allocator, or ours), so
   // the replays read against it.
   {
@@ -154,7 +157,14 @@ int RunCompare(const CompareOptions& command) {
     row.conf = row.display = fmt::format("as recorded ({})", input->header().producer.empty()
                                                                      ? input->format()
                                                                      : input->header().producer);
-    for (std::uint32_t device : model->devices()) row.Add(model->Metrics(device));
+    for (std::uint32_t device : model->devices()) {
+      row.Add(model->Metrics(device));
+      if (const auto b = analysis::BeforeRecordingOf(input->header(), device)) {
+        before.blocks += b->blocks;
+        before.bytes += b->bytes;
+        before.requested += b->requested;
+      }
+    }
     table.push_back(row);
   }
   for (const std::string& text : command.confs) {
@@ -171,12 +181,15 @@ int RunCompare(const CompareOptions& command) {
     table.push_back(row);
   }
   if (command.json) {
-    auto row_json = [](const Row& row) {
-      return nlohmann::json{{"alloc_conf", row.conf}, {"peak_load", row.peak_load},
-                            {"peak_reserved", row.peak_reserved}, {"overhead", row.overhead},
-                            {"utilization_at_peak", row.utilization},
-                            {"fragmentation_at_peak", row.fragmentation}, {"ooms", row.ooms},
-                            {"seconds", row.seconds}};
+    auto row_json = [&](const Row& row) {
+      nlohmann::json out{{"alloc_conf", row.conf}, {"peak_load", row.peak_load},
+                         {"peak_reserved", row.peak_reserved}, {"overhead", row.overhead},
+                         {"utilization_at_peak", row.utilization},
+                         {"fragmentation_at_peak", row.fragmentation}, {"ooms", row.ooms},
+                         {"seconds", row.seconds}};
+      if (before.blocks > 0 && row.peak_load > before.requested)
+        out["overhead_like_for_like"] = before.LikeForLikeOverhead(row.peak_reserved, row.peak_load);
+      return out;
     };
     nlohmann::json rows = nlohmann::json::array();
     for (std::size_t i = 1; i < table.size(); ++i) rows.push_back(row_json(table[i]));
@@ -184,21 +197,34 @@ int RunCompare(const CompareOptions& command) {
     recorded.erase("seconds");
     recorded["producer"] = recorded["alloc_conf"];
     recorded.erase("alloc_conf");
-    fmt::print("{}\n", nlohmann::json{{"trace", command.trace}, {"events", sequence.ops.size()},
-                                      {"recorded", recorded}, {"configurations", rows}}.dump(2));
+    nlohmann::json out{{"trace", command.trace}, {"events", sequence.ops.size()},
+                       {"recorded", recorded}, {"configurations", rows}};
+    if (before.blocks > 0)
+      out["before_recording"] = {{"blocks", before.blocks}, {"bytes", before.bytes}, {"requested", before.requested}};
+    fmt::print("{}\n", out.dump(2));
     return kOk;
   }
   fmt::print("{} allocation events of {}\n\n", sequence.ops.size(), command.trace);
+  const bool like_for_like = before.blocks > 0 && !table.empty() && table.front().peak_load > before.requested;
   std::vector<std::vector<std::string>> rows = {
       {"configuration", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs", "replay"}};
+  if (like_for_like) rows.front().insert(rows.front().begin() + 3, "like-for-like");
   for (const Row& row : table) {
     rows.push_back({row.display, FormatBytes(row.peak_reserved), FormatRatio(row.overhead),
                     FormatRatio(row.utilization), FormatRatio(row.fragmentation), std::to_string(row.ooms),
                     &row == &table.front() ? std::string("-") : fmt::format("{:.2f} s", row.seconds)});
+    if (like_for_like)
+      rows.back().insert(rows.back().begin() + 3, row.peak_load > before.requested
+                                                      ? FormatRatio(before.LikeForLikeOverhead(row.peak_reserved, row.peak_load))
+                                                      : std::string("-"));
   }
   fmt::print("{}", FormatTable(rows));
   if (table.size() > 1) {
     fmt::print("\npeak LOAD (the least any allocator needs): {}\n", FormatBytes(table[1].peak_load));
+  }
+  if (like_for_like) {
+    fmt::print("like-for-like: overhead of the recorded window, without the {} in {} blocks that were "
+               "live before recording started\n", FormatBytes(before.bytes), before.blocks);
   }
   return kOk;
 }

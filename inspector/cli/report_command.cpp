@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/metrics.hpp"
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/timeline.hpp"
 #include "trace_input.hpp"
@@ -48,6 +49,19 @@ std::optional<std::uint64_t> MinLimitOfRecordedPolicy(const std::string& path,
   const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, options);
   if (!result.fits_at_all) return std::nullopt;
   return result.min_limit;
+}
+
+// The source allocator's own settings, where an importer found them (PyTorch's
+// allocator_settings), without the prefix: shown so a user sees what PyTorch ran with.
+nlohmann::json SourceSettings(const traces::TraceHeader& header) {
+  constexpr std::string_view kPrefix = "allocator_settings.";
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, value] : header.metadata) {
+    if (key.size() > kPrefix.size() && key.compare(0, kPrefix.size(), kPrefix) == 0 && !value.empty()) {
+      out[key.substr(kPrefix.size())] = value;
+    }
+  }
+  return out;
 }
 
 int RunReport(const ReportOptions& options) {
@@ -110,16 +124,25 @@ int RunReport(const ReportOptions& options) {
         device["capacity"] = description->capacity;
         device["limit"] = description->limit;
       }
+      if (const auto before = analysis::BeforeRecordingOf(header, devices[i])) {
+        device["before_recording"] = {
+            {"blocks", before->blocks}, {"bytes", before->bytes}, {"requested", before->requested}};
+        if (metrics[i].peak_load > before->requested) {
+          device["before_recording"]["overhead_like_for_like"] =
+              before->LikeForLikeOverhead(metrics[i].peak_reserved, metrics[i].peak_load);
+        }
+      }
       list.push_back(std::move(device));
     }
     const nlohmann::json warnings = model->warnings();  // the source's first
-    const nlohmann::json out = {{"trace", options.trace},
+    nlohmann::json out = {{"trace", options.trace},
                                 {"format", input->format()},
                                 {"producer", header.producer},
                                 {"alloc_conf", header.alloc_conf},
                                 {"events", model->event_count()},
                                 {"devices", list},
                                 {"warnings", warnings}};
+    if (nlohmann::json settings = SourceSettings(header); !settings.empty()) out["settings"] = std::move(settings);
     fmt::print("{}\n", out.dump(2));
     return any_oom ? kOom : kOk;
   }
@@ -127,6 +150,13 @@ int RunReport(const ReportOptions& options) {
   fmt::print("trace      {} ({}, {} events)\n", options.trace, input->format(), model->event_count());
   if (!header.producer.empty()) fmt::print("producer   {}\n", header.producer);
   if (!header.alloc_conf.empty()) fmt::print("allocator  {}\n", header.alloc_conf);
+  if (const nlohmann::json settings = SourceSettings(header); !settings.empty()) {
+    std::string line;
+    for (const auto& [key, value] : settings.items()) {
+      line += fmt::format("{}{}={}", line.empty() ? "" : ", ", key, value.get<std::string>());
+    }
+    fmt::print("settings   {}\n", line);
+  }
   fmt::print("\n");
   std::vector<std::vector<std::string>> rows = {{"device", "peak LOAD", "peak in use", "peak reserved",
                                                  "overhead", "util@peak", "frag@peak", "OOMs"}};
@@ -142,6 +172,22 @@ int RunReport(const ReportOptions& options) {
       fmt::print("device {}: {} ({}), capacity {}, limit {}\n", d->index, d->name, d->backing,
                  FormatBytes(d->capacity), FormatBytes(d->limit));
     }
+  }
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const auto before = analysis::BeforeRecordingOf(header, devices[i]);
+    if (!before || before->blocks == 0) continue;
+    const analysis::DeviceMetrics& m = metrics[i];
+    if (m.peak_load <= before->requested) {
+      fmt::print("device {}: all {} in {} blocks were live before recording started (no allocation "
+                 "during recording adds to them)\n", devices[i], FormatBytes(before->bytes), before->blocks);
+      continue;
+    }
+    fmt::print("device {}: {} in {} blocks were live before recording started; without them, the "
+               "recorded window's peak reserved is {} for a peak LOAD of {}: overhead {} (like for like)\n",
+               devices[i], FormatBytes(before->bytes), before->blocks,
+               FormatBytes(m.peak_reserved > before->bytes ? m.peak_reserved - before->bytes : 0),
+               FormatBytes(m.peak_load > before->requested ? m.peak_load - before->requested : 0),
+               FormatRatio(before->LikeForLikeOverhead(m.peak_reserved, m.peak_load)));
   }
   std::vector<analysis::OomDiagnosis> all;
   for (const auto& list : ooms) all.insert(all.end(), list.begin(), list.end());

@@ -3,7 +3,7 @@
 
 Loads each snapshot with Python's own unpickler, restricted so that nothing can be executed (any
 GLOBAL/REDUCE is refused), and prints per file: events per action and device, segments, reserved
-bytes, and the blocks live at the end. tests/import/pytorch_facts_test.cpp asserts the C++ reader
+bytes, the blocks live at the end, and the blocks live before recording started. tests/import/pytorch_facts_test.cpp asserts the C++ reader
 against the JSON this writes:
 
     python3 tests/tools/pytorch_snapshot_facts.py ../shared/data/torch/*.pickle \
@@ -37,8 +37,25 @@ def facts(path):
             if block.get("state") == "active_allocated":
                 live_blocks += 1
                 live_requested += block.get("requested_size", block.get("size", 0))
+    # Blocks live before recording: the live blocks at the end with the trace undone backwards
+    # (an alloc in the trace was not live before it; a free_completed of a block was).
+    before = {}
+    for segment in segments:
+        address = segment["address"]  # blocks tile their segment in order
+        for block in segment.get("blocks", []):
+            if block.get("state") == "active_allocated":
+                before[(segment["device"], address)] = block.get("requested_size", block.get("size", 0))
+            address += block["size"]
+    for device, trace in enumerate(snapshot.get("device_traces", []) or []):
+        for event in reversed(trace):
+            if event["action"] == "alloc":
+                before.pop((device, event["addr"]), None)
+            elif event["action"] == "free_completed":
+                before[(device, event["addr"])] = event["size"]
     return {
         "file": os.path.basename(path),
+        "before_recording_blocks": len(before),
+        "before_recording_requested": sum(before.values()),
         "segments": len(segments),
         "reserved": sum(s["total_size"] for s in segments),
         "segment_requested": sum(s.get("requested_size", 0) for s in segments),

@@ -76,6 +76,17 @@ class Importer {
     for (std::uint32_t d : devices) {
       starts_[d] = RebuildStart(d, snapshot_, log_);
       EmitStart(d, starts_[d]);
+      // What was live before recording started: PyTorch reserved for it too, so a like-for-like
+      // comparison of the recorded window takes it out of both sides (docs/importers.md).
+      std::uint64_t bytes = 0, requested = 0;
+      for (const auto& [address, block] : starts_[d].blocks) {
+        bytes += block.rounded;
+        requested += block.requested;
+      }
+      const std::string key = fmt::format("pytorch.cuda:{}.before_recording", d);
+      trace_.header.metadata.emplace_back(key + ".blocks", std::to_string(starts_[d].blocks.size()));
+      trace_.header.metadata.emplace_back(key + ".bytes", std::to_string(bytes));
+      trace_.header.metadata.emplace_back(key + ".requested", std::to_string(requested));
     }
     Merge();
     for (std::uint32_t d : devices) CheckEnd(d);

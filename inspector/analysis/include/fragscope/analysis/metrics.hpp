@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "fragscope/allocator/stats.hpp"  // ExternalFragmentation, Utilization
+#include "fragscope/traces/trace_header.hpp"
 
 namespace fragscope::analysis {
 
@@ -30,5 +32,24 @@ struct DeviceMetrics {
     return peak_load == 0 ? 0.0 : static_cast<double>(peak_reserved) / static_cast<double>(peak_load);
   }
 };
+
+// Blocks that were live before recording started (an imported PyTorch snapshot rebuilds them from
+// its final state and allocates them at event 0). The source allocator reserved memory for them
+// before the window began, so a like-for-like overhead of the recorded window takes them out of
+// both sides: (peak reserved - bytes) / (peak LOAD - requested).
+struct BeforeRecording {
+  std::uint64_t blocks = 0;
+  std::uint64_t bytes = 0;      // rounded sizes
+  std::uint64_t requested = 0;  // requested sizes
+
+  double LikeForLikeOverhead(std::uint64_t peak_reserved, std::uint64_t peak_load) const {
+    return DeviceMetrics::Overhead(peak_reserved > bytes ? peak_reserved - bytes : 0,
+                                   peak_load > requested ? peak_load - requested : 0);
+  }
+};
+
+// What the trace's header says was live on `device` before recording, from the importer's
+// metadata (`pytorch.cuda:N.before_recording.*`); empty for traces that have no such notion.
+std::optional<BeforeRecording> BeforeRecordingOf(const traces::TraceHeader& header, std::uint32_t device);
 
 }  // namespace fragscope::analysis
