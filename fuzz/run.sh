@@ -46,6 +46,7 @@ case "$target" in
   *) echo "error: unknown fuzz target '$target' (trace_reader, pickle_reader, tf_log, rmm_csv)" >&2; exit 2 ;;
 esac
 seed_dirs=("fuzz/corpus/$target")
+if [ "$target" = tf_log ]; then seed_dirs+=(tests/import/fixtures/tf); fi
 if [ "$target" = tf_log ] && [ -d ../shared/data/tf ]; then seed_dirs+=(../shared/data/tf); fi
 
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined

@@ -142,6 +142,9 @@ class Scanner {
       d.op = std::string(Trim(rest.substr(p + 15)));
     // A whole number of bytes below 1 KiB is printed exactly ("768B").
     d.request_exact = d.request < 1024 && d.request > 0;
+    // "740.8KiB (rounded to 758528)": the printed size rounds up past the exact rounded one, and
+    // no request exceeds its rounded size.
+    if (!d.request_exact && d.rounded > 0 && d.request > d.rounded) d.request = d.rounded;
   }
 
   void DumpFor(std::string_view allocator) {
