@@ -9,6 +9,9 @@
 #include <sstream>
 #include <string>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "fragscope/traces/trace_reader.hpp"
@@ -85,8 +88,12 @@ TEST_F(TorchShim, AllocatesTracesAndFlushesAtExit) {
       EXPECT_EQ(event.oom.request, 64u << 20);
       EXPECT_EQ(event.oom.cause, fragscope::traces::OomCause::kRequestTooLarge);
     }
-    if (event.type == EventType::kMarker) EXPECT_EQ(zero.TagName(event.tag), "step 1");
-    if (event.type == EventType::kAlloc) EXPECT_EQ(event.stream, 0x1234u);
+    if (event.type == EventType::kMarker) {
+      EXPECT_EQ(zero.TagName(event.tag), "step 1");
+    }
+    if (event.type == EventType::kAlloc) {
+      EXPECT_EQ(event.stream, 0x1234u);
+    }
     EXPECT_GT(event.seq, last_seq);  // one global order, nothing lost or repeated
     last_seq = event.seq;
   }
