@@ -77,4 +77,39 @@ if command -v pkg-config >/dev/null; then
   "$work/example-pkgconfig" "$work/example-pkgconfig.fst" | grep -q "capacity" ||
     fail "the pkg-config build of examples/c does not run"
 fi
+# The C++ and C snippets of docs/embedding.md, compiled as the bodies of main() against the
+# installed package, and run: the page's copy-paste examples stay true.
+snippets=$work/snippets
+mkdir -p "$snippets"
+extract() {  # extract NAME: the fenced block after "<!-- snippet: NAME", #includes first
+  awk -v name="$1" '
+    index($0, "<!-- snippet: " name " ") == 1 { want = 1; next }
+    want && /^```/ { if (inside) exit; inside = 1; next }
+    inside { print }' "$source/docs/embedding.md" >"$snippets/$1.body"
+  [ -s "$snippets/$1.body" ] || fail "no '$1' snippet in docs/embedding.md"
+  grep '^#include' "$snippets/$1.body" || true
+}
+{ extract cpp; echo '#include <cstdio>'; echo 'int main() {'
+  grep -v '^#include' "$snippets/cpp.body"; echo 'return 0; }'; } >"$snippets/snippet.cpp"
+{ extract c; echo '#include <stdio.h>'; echo 'int main(void) {'
+  grep -v '^#include' "$snippets/c.body"; echo 'return 0; }'; } >"$snippets/snippet.c"
+cat >"$snippets/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(fragscope_doc_snippets LANGUAGES C CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(fragscope 0.1 REQUIRED)
+add_executable(snippet-cpp snippet.cpp)
+target_link_libraries(snippet-cpp PRIVATE fragscope::allocator fragscope::traces)
+add_executable(snippet-c snippet.c)
+target_link_libraries(snippet-c PRIVATE fragscope::capi)
+CMAKE
+cmake -S "$snippets" -B "$snippets/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+      >"$work/snippets.log" 2>&1 && cmake --build "$snippets/build" >>"$work/snippets.log" 2>&1 ||
+  { cat "$work/snippets.log"; fail "the snippets of docs/embedding.md do not build"; }
+(cd "$snippets" && ./build/snippet-cpp >cpp.out && ./build/snippet-c >c.out) ||
+  fail "a snippet of docs/embedding.md failed"
+grep -q "request-too-large" "$snippets/cpp.out" || fail "the C++ snippet printed no OOM report"
+grep -q "capacity" "$snippets/c.out" || fail "the C snippet printed no OOM report"
+[ -s "$snippets/run.fst" ] || fail "the snippets wrote no trace"
+
 echo "install test: ok ($prefix)"
