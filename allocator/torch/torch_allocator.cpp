@@ -54,7 +54,10 @@ Global& G() {
   return *global;
 }
 
-void Log(const std::string& text) { std::fprintf(stderr, "fragscope: %s\n", text.c_str()); }
+void Log(const std::string& text) {
+  const bool newline = !text.empty() && text.back() == '\n';
+  std::fprintf(stderr, "fragscope: %s%s", text.c_str(), newline ? "" : "\n");
+}
 
 std::string TracePath(const std::string& base, int device) {
   if (device == 0) return base;

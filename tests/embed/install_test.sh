@@ -27,12 +27,14 @@ for file in libfragscope_traces.a libfragscope.so libfragscope_torch.so \
 done
 # The shared libraries export the C entry points and nothing of the C++ inside.
 if command -v nm >/dev/null; then
-  nm -D --defined-only "$libdir/libfragscope.so" | grep -q ' T fragscope_malloc$' ||
+  nm -D --defined-only "$libdir/libfragscope.so" >"$work/capi.symbols"
+  nm -D --defined-only "$libdir/libfragscope_torch.so" >"$work/torch.symbols"
+  grep -q ' T fragscope_malloc$' "$work/capi.symbols" ||
     fail "libfragscope.so does not export fragscope_malloc"
-  nm -D --defined-only "$libdir/libfragscope_torch.so" | grep -q ' T fragscope_torch_malloc$' ||
+  grep -q ' T fragscope_torch_malloc$' "$work/torch.symbols" ||
     fail "libfragscope_torch.so does not export fragscope_torch_malloc"
-  ! nm -D --defined-only "$libdir/libfragscope.so" | grep -q '_ZN9fragscope' ||
-    fail "libfragscope.so exports C++ symbols"
+  ! grep -q '_ZN9fragscope' "$work/capi.symbols" "$work/torch.symbols" ||
+    fail "a shared library exports C++ symbols of fragscope"
 fi
 
 # A separate project: find_package(fragscope), fragscope::allocator, fragscope::traces,
@@ -74,8 +76,10 @@ if command -v pkg-config >/dev/null; then
   # shellcheck disable=SC2086
   "$cc" -std=c11 -Wall -Werror "$source/examples/c/main.c" $flags -Wl,-rpath,"$libdir" \
         -o "$work/example-pkgconfig"
-  "$work/example-pkgconfig" "$work/example-pkgconfig.fst" | grep -q "capacity" ||
+  "$work/example-pkgconfig" "$work/example-pkgconfig.fst" >"$work/example-pkgconfig.out" ||
     fail "the pkg-config build of examples/c does not run"
+  grep -q "out of memory on device 0: capacity" "$work/example-pkgconfig.out" ||
+    fail "the pkg-config build of examples/c printed no OOM report"
 fi
 # The C++ and C snippets of docs/embedding.md, compiled as the bodies of main() against the
 # installed package, and run: the page's copy-paste examples stay true.
