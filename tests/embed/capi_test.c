@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "fragscope/fragscope.h"
@@ -247,6 +248,43 @@ static void test_bad_handle_and_null_args(void) {
   fragscope_destroy(a);
 }
 
+/* One handle from four threads at once: every allocation and free lands, the counts add up. */
+enum { kThreads = 4, kRounds = 500 };
+static fragscope_allocator* shared_allocator = NULL;
+static int thread_failures[kThreads];
+
+static void* thread_body(void* arg) {
+  const int t = (int)(intptr_t)arg;
+  int i;
+  for (i = 0; i < kRounds; ++i) {
+    void* p = NULL;
+    const uint64_t size = 256u * (uint64_t)(1 + (i * 7 + t) % 64);
+    if (fragscope_malloc(shared_allocator, size, 0, (uint64_t)t, &p) != FRAGSCOPE_OK ||
+        fragscope_free(shared_allocator, p, 0) != FRAGSCOPE_OK) {
+      ++thread_failures[t];
+    }
+  }
+  return NULL;
+}
+
+static void test_threads(void) {
+  pthread_t threads[kThreads];
+  fragscope_stats s;
+  int t;
+  CHECK_STATUS(fragscope_create("backing=host,limit=64MiB", &shared_allocator), FRAGSCOPE_OK);
+  for (t = 0; t < kThreads; ++t) {
+    CHECK(pthread_create(&threads[t], NULL, thread_body, (void*)(intptr_t)t) == 0);
+  }
+  for (t = 0; t < kThreads; ++t) {
+    pthread_join(threads[t], NULL);
+    CHECK(thread_failures[t] == 0);
+  }
+  CHECK_STATUS(fragscope_get_stats(shared_allocator, 0, &s), FRAGSCOPE_OK);
+  CHECK(s.total_allocs == kThreads * kRounds && s.total_frees == kThreads * kRounds);
+  CHECK(s.allocations == 0 && s.in_use == 0);
+  fragscope_destroy(shared_allocator);
+}
+
 /* Writes a trace to `path`; capi_trace.cmake reads it back with `fragscope report`. */
 static void test_trace(const char* path) {
   fragscope_allocator* a = NULL;
@@ -288,6 +326,7 @@ int main(int argc, char** argv) {
   test_oom();
   test_virtual_devices();
   test_bad_handle_and_null_args();
+  test_threads();
   if (argc > 1) test_trace(argv[1]);
   if (failures > 0) {
     fprintf(stderr, "%d check(s) failed\n", failures);

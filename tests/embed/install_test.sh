@@ -100,7 +100,6 @@ extract() {  # extract NAME: the fenced block after "<!-- snippet: NAME", #inclu
 cat >"$snippets/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.25)
 project(fragscope_doc_snippets LANGUAGES C CXX)
-set(CMAKE_CXX_STANDARD 20)
 find_package(fragscope 0.1 REQUIRED)
 add_executable(snippet-cpp snippet.cpp)
 target_link_libraries(snippet-cpp PRIVATE fragscope::allocator fragscope::traces)
