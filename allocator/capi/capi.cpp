@@ -77,7 +77,7 @@ fragscope_status CheckHandle(const fragscope_allocator* allocator) {
   return FRAGSCOPE_OK;
 }
 
-// Checks the handle and the device index; `device_out` receives the allocator.
+// Checks the handle and that `device` is one of its (virtual) devices.
 fragscope_status CheckDevice(const fragscope_allocator* allocator, int device) {
   if (const auto status = CheckHandle(allocator); status != FRAGSCOPE_OK) return status;
   const std::size_t count = allocator->system->device_count();
