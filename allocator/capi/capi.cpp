@@ -1,0 +1,330 @@
+// The C ABI of include/fragscope/fragscope.h over MemorySystem: every exception becomes a status
+// and a thread-local message; nothing throws across the boundary.
+#include "fragscope/fragscope.h"
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/memory_system.hpp"
+#include "fragscope/traces/trace_reader.hpp"
+#include "fragscope/traces/trace_writer.hpp"
+
+namespace {
+
+constexpr std::uint64_t kMagic = 0x6672616773636f70;  // "fragscop"
+
+thread_local std::string last_error;
+
+fragscope_status Fail(fragscope_status status, std::string message) {
+  last_error = std::move(message);
+  return status;
+}
+
+}  // namespace
+
+struct fragscope_allocator {
+  std::uint64_t magic = kMagic;
+  std::unique_ptr<fragscope::MemorySystem> system;
+  std::mutex trace_mutex;  // attach, detach, flush, and interning tags against a detach
+  std::unique_ptr<fragscope::traces::TraceWriter> trace;
+};
+
+namespace {
+
+bool Live(const fragscope_allocator* allocator) {
+  return allocator != nullptr && allocator->magic == kMagic;
+}
+
+// Runs `body` (which returns a status), turning every exception into a status and a message.
+template <typename Body>
+fragscope_status Guard(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const fragscope::ConfigError& error) {
+    return Fail(FRAGSCOPE_ERROR_CONFIG, error.what());
+  } catch (const fragscope::OutOfMemory& error) {
+    return Fail(FRAGSCOPE_ERROR_OUT_OF_MEMORY, error.what());
+  } catch (const fragscope::InvalidFree& error) {
+    return Fail(FRAGSCOPE_ERROR_INVALID_FREE, error.what());
+  } catch (const fragscope::BackingError& error) {
+    return Fail(FRAGSCOPE_ERROR_BACKING, error.what());
+  } catch (const fragscope::traces::TraceError& error) {
+    return Fail(FRAGSCOPE_ERROR_TRACE, error.what());
+  } catch (const std::bad_alloc&) {
+    return Fail(FRAGSCOPE_ERROR_INTERNAL, "host memory exhausted");
+  } catch (const std::exception& error) {
+    return Fail(FRAGSCOPE_ERROR_INTERNAL, error.what());
+  } catch (...) {
+    return Fail(FRAGSCOPE_ERROR_INTERNAL, "unknown exception");
+  }
+}
+
+fragscope_status CheckHandle(const fragscope_allocator* allocator) {
+  if (allocator == nullptr) return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "allocator is NULL");
+  if (!Live(allocator)) {
+    return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT,
+                "allocator is not a live fragscope allocator (destroyed, or another object)");
+  }
+  return FRAGSCOPE_OK;
+}
+
+// Checks the handle and that `device` is one of its (virtual) devices.
+fragscope_status CheckDevice(const fragscope_allocator* allocator, int device) {
+  if (const auto status = CheckHandle(allocator); status != FRAGSCOPE_OK) return status;
+  const std::size_t count = allocator->system->device_count();
+  if (device < 0 || static_cast<std::size_t>(device) >= count) {
+    return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT,
+                fmt::format("device {} does not exist: this allocator has {} device{} (0{})",
+                            device, count, count == 1 ? "" : "s",
+                            count == 1 ? "" : fmt::format("..{}", count - 1)));
+  }
+  return FRAGSCOPE_OK;
+}
+
+fragscope_status CopyOut(const std::string& text, char* buffer, std::size_t capacity,
+                         std::size_t* needed) {
+  if (buffer == nullptr && capacity > 0) {
+    return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "buffer is NULL but capacity is not 0");
+  }
+  if (needed != nullptr) *needed = text.size() + 1;
+  if (capacity > 0) {
+    const std::size_t n = std::min(text.size(), capacity - 1);
+    std::memcpy(buffer, text.data(), n);
+    buffer[n] = '\0';
+  }
+  if (capacity < text.size() + 1) {
+    return Fail(FRAGSCOPE_ERROR_BUFFER_TOO_SMALL,
+                fmt::format("the text needs {} bytes, the buffer has {}", text.size() + 1, capacity));
+  }
+  return FRAGSCOPE_OK;
+}
+
+std::string OomJson(const fragscope::OomReport& r) {
+  const auto& n = r.numbers;
+  return nlohmann::json{{"device", r.device},
+                        {"request", n.request},
+                        {"rounded", n.rounded},
+                        {"limit", n.limit},
+                        {"reserved", n.reserved},
+                        {"in_use", n.in_use},
+                        {"live_requested", n.live_requested},
+                        {"free_in_regions", n.free_in_regions},
+                        {"largest_free", n.largest_free},
+                        {"headroom", n.headroom},
+                        {"chunks", n.chunk_count},
+                        {"regions", n.region_count},
+                        {"cause", fragscope::traces::ToString(n.cause)},
+                        {"explanation", r.explanation},
+                        {"suggestion", r.suggestion}}
+      .dump();
+}
+
+fragscope_status LastOom(const fragscope_allocator* allocator, int device, char* buffer,
+                         std::size_t capacity, std::size_t* needed, bool json) {
+  if (const auto status = CheckDevice(allocator, device); status != FRAGSCOPE_OK) return status;
+  return Guard([&] {
+    const auto report = allocator->system->device(static_cast<std::size_t>(device)).LastOom();
+    if (!report) {
+      return Fail(FRAGSCOPE_ERROR_NO_OOM, fmt::format("device {} has had no OOM", device));
+    }
+    return CopyOut(json ? OomJson(*report) : report->Describe(), buffer, capacity, needed);
+  });
+}
+
+void CloseTrace(fragscope_allocator* allocator) {  // trace_mutex held
+  if (!allocator->trace) return;
+  allocator->system->SetSink(nullptr);
+  auto trace = std::move(allocator->trace);
+  trace->Close();
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* fragscope_version(void) { return "0.1.0"; }
+
+const char* fragscope_status_name(fragscope_status status) {
+  switch (status) {
+    case FRAGSCOPE_OK: return "ok";
+    case FRAGSCOPE_ERROR_INVALID_ARGUMENT: return "invalid-argument";
+    case FRAGSCOPE_ERROR_CONFIG: return "config";
+    case FRAGSCOPE_ERROR_BACKING: return "backing";
+    case FRAGSCOPE_ERROR_OUT_OF_MEMORY: return "out-of-memory";
+    case FRAGSCOPE_ERROR_INVALID_FREE: return "invalid-free";
+    case FRAGSCOPE_ERROR_TRACE: return "trace";
+    case FRAGSCOPE_ERROR_NO_OOM: return "no-oom";
+    case FRAGSCOPE_ERROR_BUFFER_TOO_SMALL: return "buffer-too-small";
+    case FRAGSCOPE_ERROR_INTERNAL: return "internal";
+  }
+  return "unknown";
+}
+
+const char* fragscope_last_error(void) { return last_error.c_str(); }
+
+fragscope_status fragscope_create(const char* conf, fragscope_allocator** out) {
+  if (out == nullptr) return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "out is NULL");
+  *out = nullptr;
+  return Guard([&] {
+    const fragscope::AllocConf parsed =
+        conf == nullptr ? fragscope::ResolveAllocConf("") : fragscope::ParseAllocConf(conf);
+    auto allocator = std::make_unique<fragscope_allocator>();
+    allocator->system = fragscope::MemorySystem::Create(parsed);
+    *out = allocator.release();
+    return FRAGSCOPE_OK;
+  });
+}
+
+void fragscope_destroy(fragscope_allocator* allocator) {
+  if (!Live(allocator)) return;
+  {
+    std::lock_guard guard(allocator->trace_mutex);
+    try {
+      CloseTrace(allocator);
+    } catch (...) {  // a write error at close: the events are lost, the memory is not
+    }
+  }
+  allocator->magic = 0;
+  delete allocator;
+}
+
+fragscope_status fragscope_device_count(const fragscope_allocator* allocator, int* out) {
+  if (const auto status = CheckHandle(allocator); status != FRAGSCOPE_OK) return status;
+  if (out == nullptr) return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "out is NULL");
+  *out = static_cast<int>(allocator->system->device_count());
+  return FRAGSCOPE_OK;
+}
+
+fragscope_status fragscope_describe_conf(const fragscope_allocator* allocator, char* buffer,
+                                         size_t capacity, size_t* needed) {
+  if (const auto status = CheckHandle(allocator); status != FRAGSCOPE_OK) return status;
+  return Guard([&] { return CopyOut(allocator->system->conf().ToString(), buffer, capacity, needed); });
+}
+
+fragscope_status fragscope_malloc_tagged(fragscope_allocator* allocator, uint64_t size, int device,
+                                         uint64_t stream, const char* tag, void** out) {
+  if (out == nullptr) return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "out is NULL");
+  *out = nullptr;
+  if (const auto status = CheckDevice(allocator, device); status != FRAGSCOPE_OK) return status;
+  return Guard([&] {
+    fragscope::AllocOptions options;
+    options.stream = stream;
+    if (tag != nullptr && *tag != '\0') {
+      std::lock_guard guard(allocator->trace_mutex);
+      if (allocator->trace) options.tag = allocator->trace->Intern(tag);
+    }
+    fragscope::OomReport report;
+    void* ptr = allocator->system->device(static_cast<std::size_t>(device))
+                    .TryAllocate(size, options, &report);
+    if (ptr == nullptr) return Fail(FRAGSCOPE_ERROR_OUT_OF_MEMORY, report.Summary());
+    *out = ptr;
+    return FRAGSCOPE_OK;
+  });
+}
+
+fragscope_status fragscope_malloc(fragscope_allocator* allocator, uint64_t size, int device,
+                                  uint64_t stream, void** out) {
+  return fragscope_malloc_tagged(allocator, size, device, stream, nullptr, out);
+}
+
+fragscope_status fragscope_free(fragscope_allocator* allocator, void* ptr, int device) {
+  if (const auto status = CheckDevice(allocator, device); status != FRAGSCOPE_OK) return status;
+  if (ptr == nullptr) return FRAGSCOPE_OK;
+  return Guard([&] {
+    allocator->system->device(static_cast<std::size_t>(device)).Free(ptr);
+    return FRAGSCOPE_OK;
+  });
+}
+
+fragscope_status fragscope_attach_trace(fragscope_allocator* allocator, const char* path) {
+  if (const auto status = CheckHandle(allocator); status != FRAGSCOPE_OK) return status;
+  if (path == nullptr || *path == '\0') {
+    return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "trace path is NULL or empty");
+  }
+  return Guard([&] {
+    std::lock_guard guard(allocator->trace_mutex);
+    CloseTrace(allocator);
+    allocator->trace = std::make_unique<fragscope::traces::TraceWriter>(
+        path, allocator->system->MakeTraceHeader(fmt::format("libfragscope {}", fragscope_version())));
+    allocator->system->SetSink(allocator->trace.get());
+    return FRAGSCOPE_OK;
+  });
+}
+
+fragscope_status fragscope_flush_trace(fragscope_allocator* allocator) {
+  if (const auto status = CheckHandle(allocator); status != FRAGSCOPE_OK) return status;
+  return Guard([&] {
+    std::lock_guard guard(allocator->trace_mutex);
+    if (allocator->trace) allocator->trace->Flush();
+    return FRAGSCOPE_OK;
+  });
+}
+
+fragscope_status fragscope_detach_trace(fragscope_allocator* allocator) {
+  if (const auto status = CheckHandle(allocator); status != FRAGSCOPE_OK) return status;
+  return Guard([&] {
+    std::lock_guard guard(allocator->trace_mutex);
+    CloseTrace(allocator);
+    return FRAGSCOPE_OK;
+  });
+}
+
+fragscope_status fragscope_mark(fragscope_allocator* allocator, int device, const char* name) {
+  if (const auto status = CheckDevice(allocator, device); status != FRAGSCOPE_OK) return status;
+  if (name == nullptr) return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "marker name is NULL");
+  return Guard([&] {
+    std::lock_guard guard(allocator->trace_mutex);
+    allocator->system->device(static_cast<std::size_t>(device)).Mark(name);
+    return FRAGSCOPE_OK;
+  });
+}
+
+fragscope_status fragscope_get_stats(const fragscope_allocator* allocator, int device,
+                                     fragscope_stats* out) {
+  if (const auto status = CheckDevice(allocator, device); status != FRAGSCOPE_OK) return status;
+  if (out == nullptr) return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "out is NULL");
+  return Guard([&] {
+    const fragscope::AllocatorStats s =
+        allocator->system->device(static_cast<std::size_t>(device)).Stats();
+    *out = fragscope_stats{
+        .in_use = s.in_use,
+        .reserved = s.reserved,
+        .live_requested = s.live_requested,
+        .allocations = s.allocations,
+        .regions = s.regions,
+        .largest_free = s.largest_free,
+        .limit = s.limit,
+        .peak_in_use = s.peak_in_use,
+        .peak_reserved = s.peak_reserved,
+        .peak_live_requested = s.peak_live_requested,
+        .peak_allocations = s.peak_allocations,
+        .total_allocs = s.total_allocs,
+        .total_frees = s.total_frees,
+        .total_ooms = s.total_ooms,
+        .external_fragmentation = s.external_fragmentation(),
+        .utilization = s.utilization(),
+    };
+    return FRAGSCOPE_OK;
+  });
+}
+
+fragscope_status fragscope_last_oom_text(const fragscope_allocator* allocator, int device,
+                                         char* buffer, size_t capacity, size_t* needed) {
+  return LastOom(allocator, device, buffer, capacity, needed, /*json=*/false);
+}
+
+fragscope_status fragscope_last_oom_json(const fragscope_allocator* allocator, int device,
+                                         char* buffer, size_t capacity, size_t* needed) {
+  return LastOom(allocator, device, buffer, capacity, needed, /*json=*/true);
+}
+
+}  // extern "C"

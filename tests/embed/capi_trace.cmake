@@ -1,0 +1,36 @@
+# embed.capi_trace: capi_test writes a trace through the C ABI (attach, marker, tagged alloc, an
+# OOM, frees, destroy), then `fragscope report --json` must read it and explain the OOM.
+#   cmake -DCAPI_TEST=... -DFRAGSCOPE=... -DWORK=dir -P capi_trace.cmake
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(trace ${WORK}/capi.fst)
+execute_process(COMMAND ${CAPI_TEST} ${trace} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "capi_test ${trace} failed (${rc})")
+endif()
+execute_process(COMMAND ${FRAGSCOPE} report ${trace} --json
+  RESULT_VARIABLE rc OUTPUT_VARIABLE json ERROR_VARIABLE log)
+if(NOT rc EQUAL 1)  # 1: an OOM was reported
+  message(FATAL_ERROR "fragscope report exited ${rc}, expected 1\n${json}\n${log}")
+endif()
+function(expect what actual expected)
+  if(NOT "${actual}" STREQUAL "${expected}")
+    message(FATAL_ERROR "${what}: ${actual}, expected ${expected}\n${json}")
+  endif()
+endfunction()
+string(JSON events GET "${json}" events)
+if(events LESS 8)
+  message(FATAL_ERROR "only ${events} events\n${json}")
+endif()
+# 1 MiB allocated before the trace was attached (recorded at attach) + 2 MiB after.
+string(JSON peak_load GET "${json}" devices 0 peak_load)
+expect("peak LOAD" ${peak_load} 3145728)
+string(JSON oom_count LENGTH "${json}" devices 0 ooms)
+expect("OOMs" ${oom_count} 1)
+string(JSON cause GET "${json}" devices 0 ooms 0 cause)
+expect("cause" ${cause} capacity)
+string(JSON request GET "${json}" devices 0 ooms 0 request)
+expect("request" ${request} 6291456)
+string(JSON limit GET "${json}" devices 0 ooms 0 limit)
+expect("limit" ${limit} 8388608)
+message(STATUS "capi trace: ${events} events, peak LOAD ${peak_load}, OOM cause ${cause}")
