@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cfloat>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -351,6 +352,10 @@ void App::Frame(bool swap) {
   Poll();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
+  if (!options_.persist) {
+    // Headless (screenshots, benchmarks, tests): wherever the X server put the pointer, no hover.
+    ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+  }
   ImGui::NewFrame();
   HandleKeys();
   DrawUi();

@@ -44,7 +44,7 @@ enum class ColourMode : int { kState = 0, kTag = 1, kAge = 2 };
 struct Selection {
   std::uint32_t device = 0;
   std::uint64_t cursor = 0;            // event index
-  analysis::ViewRange view{0, 1};      // timeline range (events or ns, see time_axis)
+  analysis::ViewRange view{0, 0};      // timeline range (events or ns, see time_axis); empty: all
   bool time_axis = false;
   ColourMode colour = ColourMode::kState;
   std::optional<std::uint64_t> selected_address;  // a chunk picked on the map or the table

@@ -115,7 +115,9 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
         draw->AddRectFilled(ImVec2(std::floor(bx + 1), std::floor(base - std::max(h, 1.0f))),
                             ImVec2(std::floor(bx + bar_w - 1), base), colours::kFree);
       }
-      if (bar_w > 34 || k % 2 == 0) {
+      const float label_w = ImGui::CalcTextSize("256.00 KiB").x + 4;
+      const auto every = static_cast<std::size_t>(std::max(1.0f, std::ceil(label_w / bar_w)));
+      if (k % every == 0) {
         draw->AddText(ImVec2(bx + 1, base + 1), IM_COL32(180, 180, 180, 255),
                       FormatBytes(buckets_[k].lower == 0 ? 256 : buckets_[k].lower).c_str());
       }
@@ -180,10 +182,10 @@ void OomPanel::Draw(const Document& document, Selection& selection) {
   } else {
     ImGui::TextDisabled("Minimal limit: computing by replay...");
   }
-  ImGui::Text("request %s (rounded %s), limit %s, reserved %s, in use %s",
+  ImGui::TextWrapped("request %s (rounded %s), limit %s, reserved %s, in use %s",
               FormatBytes(n.request).c_str(), FormatBytes(n.rounded).c_str(), FormatBytes(n.limit).c_str(),
               FormatBytes(n.reserved).c_str(), FormatBytes(n.in_use).c_str());
-  ImGui::Text("free in regions %s, largest free %s, headroom %s",
+  ImGui::TextWrapped("free in regions %s, largest free %s, headroom %s",
               FormatBytes(n.free_in_regions).c_str(), FormatBytes(n.largest_free).c_str(), FormatBytes(n.headroom).c_str());
 
   // The request against the holes nearest in size: does any come close?

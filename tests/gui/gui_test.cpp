@@ -227,7 +227,9 @@ TEST(Inspector, OomPanelExplainsTheOomAndDrawsTheRequestAgainstTheHoles) {
     }
   }
   EXPECT_GT(request, 0);
-  if (!ooms.front().nearest_holes.empty()) EXPECT_GT(holes, 0);
+  if (!ooms.front().nearest_holes.empty()) {
+    EXPECT_GT(holes, 0);
+  }
   EXPECT_TRUE(app->document()->min_limit.has_value() || !app->document()->min_limit_error.empty());
 }
 
