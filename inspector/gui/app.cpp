@@ -348,6 +348,7 @@ void App::DrawUi() {
 }
 
 void App::Frame(bool swap) {
+  const auto frame_start = Clock::now();
   glfwPollEvents();
   Poll();
   ImGui_ImplOpenGL3_NewFrame();
@@ -360,6 +361,8 @@ void App::Frame(bool swap) {
   HandleKeys();
   DrawUi();
   ImGui::Render();
+  last_ui_ms_ = Seconds(frame_start) * 1e3;
+  const auto render_start = Clock::now();
   int fw = 0, fh = 0;
   glfwGetFramebufferSize(window_, &fw, &fh);
   glViewport(0, 0, fw, fh);
@@ -371,6 +374,7 @@ void App::Frame(bool swap) {
   } else {
     glFinish();
   }
+  last_render_ms_ = Seconds(render_start) * 1e3;
 }
 
 std::vector<std::uint8_t> App::ReadPixels(int* width, int* height) const {
@@ -444,10 +448,13 @@ int App::RunBench() {
   const std::uint64_t n = document_->model->event_count();
   std::vector<double> zoom, pan, cursor;
   const double total = static_cast<double>(n);
+  std::vector<double> ui, render;
   auto timed = [&](std::vector<double>* out) {
     const auto t0 = Clock::now();
     Frame(false);
     out->push_back(Seconds(t0) * 1e3);
+    ui.push_back(last_ui_ms_);
+    render.push_back(last_render_ms_);
   };
   // Zoom in to 100 events around several anchors and back out.
   for (int round = 0; round < 4; ++round) {
@@ -496,6 +503,10 @@ int App::RunBench() {
   all.insert(all.end(), pan.begin(), pan.end());
   all.insert(all.end(), cursor.begin(), cursor.end());
   report("all", all);
+  report("(ui)", ui);        // events, panels, draw lists: the CPU side of a frame
+  report("(gl)", render);    // OpenGL rendering until glFinish (Mesa llvmpipe under Xvfb: also CPU)
+  std::printf("draw data: %d vertices, %d indices in the last frame\n", ImGui::GetDrawData()->TotalVtxCount,
+              ImGui::GetDrawData()->TotalIdxCount);
   std::printf("model footprint %.1f MiB, peak RSS %.1f MiB (%.2fx the model)\n",
               static_cast<double>(footprint.total()) / (1 << 20), static_cast<double>(PeakRssBytes()) / (1 << 20),
               static_cast<double>(PeakRssBytes()) / static_cast<double>(std::max<std::uint64_t>(footprint.total(), 1)));

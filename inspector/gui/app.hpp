@@ -100,6 +100,7 @@ class App {
   OomPanel oom_panel_;
   ComparePanel compare_;
   bool show_compare_ = false;
+  double last_ui_ms_ = 0, last_render_ms_ = 0;  // of the last frame, for --bench
 };
 
 }  // namespace fragscope::gui

@@ -130,6 +130,13 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const double f = static_cast<double>(v) / static_cast<double>(y_max_);
     return static_cast<float>(std::round(static_cast<double>(y1) - f * plot_h));
   };
+  if (show_in_use) {  // the area under in use, dim, so that LOAD drawn over it stays readable
+    for (int c = 0; c < width && c < static_cast<int>(min_[1].size()); ++c) {
+      const float x = x0 + static_cast<float>(c);
+      draw->AddRectFilled(ImVec2(x, y_of(min_[1][static_cast<std::size_t>(c)])), ImVec2(x + 1, y1),
+                          IM_COL32(40, 62, 110, 255));
+    }
+  }
   const bool shown[3] = {show_reserved, show_in_use, show_load};
   const ImU32 series_colour[3] = {colours::kReserved, colours::kInUse, colours::kLoad};
   for (int s = 0; s < 3; ++s) {
