@@ -49,10 +49,9 @@ std::uint64_t PeakRssBytes() {
 
 }  // namespace
 
-const std::vector<std::string>& PanelNames() {
-  static const std::vector<std::string> kNames = {"timeline", "map", "table", "bins", "oom", "compare"};
-  return kNames;
-}
+const std::vector<std::string> kPanelNames = {"timeline", "map", "table", "bins", "oom", "compare"};
+
+const std::vector<std::string>& PanelNames() { return kPanelNames; }
 
 App::App(ViewOptions options) : options_(std::move(options)) {
   if (options_.confs.size() >= 2) compare_.SetConfs(options_.confs[0], options_.confs[1]);
@@ -236,28 +235,46 @@ bool App::WaitLoaded(bool with_jobs) {
   return true;
 }
 
-void App::HandleKeys() {
+void App::Apply(CursorAction action) {
   if (document_ == nullptr) return;
-  const ImGuiIO& io = ImGui::GetIO();
-  if (io.WantTextInput) return;
   const std::uint64_t n = document_->model->event_count();
   if (n == 0) return;
   const auto page = static_cast<std::int64_t>(std::max(1.0, selection_.time_axis ? static_cast<double>(n) / 100
                                                                                  : selection_.view.span() / 10));
-  auto pressed = [](int key) { return ImGui::IsKeyPressed(key, true); };
+  const analysis::CursorIndex& index = document_->cursor_index;
   std::uint64_t cursor = selection_.cursor;
-  if (pressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) cursor = analysis::MoveCursor(cursor, -1, n);
-  if (pressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) cursor = analysis::MoveCursor(cursor, 1, n);
-  if (pressed(ImGui::GetKeyIndex(ImGuiKey_PageUp))) cursor = analysis::MoveCursor(cursor, -page, n);
-  if (pressed(ImGui::GetKeyIndex(ImGuiKey_PageDown))) cursor = analysis::MoveCursor(cursor, page, n);
-  if (pressed(ImGui::GetKeyIndex(ImGuiKey_Home))) cursor = 0;
-  if (pressed(ImGui::GetKeyIndex(ImGuiKey_End))) cursor = n - 1;
-  if (pressed(GLFW_KEY_RIGHT_BRACKET)) cursor = document_->cursor_index.NextStep(cursor);
-  if (pressed(GLFW_KEY_LEFT_BRACKET)) cursor = document_->cursor_index.PrevStep(cursor);
-  if (pressed(GLFW_KEY_O)) {
-    cursor = io.KeyShift ? document_->cursor_index.PrevOom(cursor) : document_->cursor_index.NextOom(cursor);
+  switch (action) {
+    case CursorAction::kPrevEvent: cursor = analysis::MoveCursor(cursor, -1, n); break;
+    case CursorAction::kNextEvent: cursor = analysis::MoveCursor(cursor, 1, n); break;
+    case CursorAction::kPageBack: cursor = analysis::MoveCursor(cursor, -page, n); break;
+    case CursorAction::kPageForward: cursor = analysis::MoveCursor(cursor, page, n); break;
+    case CursorAction::kFirst: cursor = 0; break;
+    case CursorAction::kLast: cursor = n - 1; break;
+    case CursorAction::kPrevStep: cursor = index.PrevStep(cursor); break;
+    case CursorAction::kNextStep: cursor = index.NextStep(cursor); break;
+    case CursorAction::kNextOom: cursor = index.NextOom(cursor); break;
+    case CursorAction::kPrevOom: cursor = index.PrevOom(cursor); break;
   }
   if (cursor != selection_.cursor) SetCursor(cursor);
+}
+
+void App::HandleKeys() {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput) return;
+  const std::pair<int, CursorAction> keys[] = {
+      {ImGui::GetKeyIndex(ImGuiKey_LeftArrow), CursorAction::kPrevEvent},
+      {ImGui::GetKeyIndex(ImGuiKey_RightArrow), CursorAction::kNextEvent},
+      {ImGui::GetKeyIndex(ImGuiKey_PageUp), CursorAction::kPageBack},
+      {ImGui::GetKeyIndex(ImGuiKey_PageDown), CursorAction::kPageForward},
+      {ImGui::GetKeyIndex(ImGuiKey_Home), CursorAction::kFirst},
+      {ImGui::GetKeyIndex(ImGuiKey_End), CursorAction::kLast},
+      {GLFW_KEY_LEFT_BRACKET, CursorAction::kPrevStep},
+      {GLFW_KEY_RIGHT_BRACKET, CursorAction::kNextStep},
+  };
+  for (const auto& [key, action] : keys) {
+    if (ImGui::IsKeyPressed(key, true)) Apply(action);
+  }
+  if (ImGui::IsKeyPressed(GLFW_KEY_O, true)) Apply(io.KeyShift ? CursorAction::kPrevOom : CursorAction::kNextOom);
 }
 
 void App::DrawUi() {
@@ -408,7 +425,7 @@ bool App::WritePng(const std::string& path, std::string* error) const {
 
 int App::RunInteractive() {
   while (!glfwWindowShouldClose(window_)) Frame(true);
-  ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename != nullptr ? ImGui::GetIO().IniFilename : "");
+  if (ImGui::GetIO().IniFilename != nullptr) ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename);
   return 0;
 }
 

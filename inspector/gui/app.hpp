@@ -30,6 +30,11 @@ struct ViewOptions {
 // Panel names --panel accepts.
 const std::vector<std::string>& PanelNames();
 
+// What the cursor keys do (App::Apply), so that tests can press them without a keyboard.
+enum class CursorAction {
+  kPrevEvent, kNextEvent, kPageBack, kPageForward, kFirst, kLast, kPrevStep, kNextStep, kNextOom, kPrevOom
+};
+
 class App {
  public:
   explicit App(ViewOptions options);
@@ -65,6 +70,8 @@ class App {
   const LiveTablePanel& table() const { return table_; }
   ComparePanel& compare() { return compare_; }
   void SetCursor(std::uint64_t event);
+  // Moves the cursor as the keys do: ←/→, PgUp/PgDn, Home/End, [ ], o, O.
+  void Apply(CursorAction action);
 
  private:
   void Poll();            // applies finished jobs

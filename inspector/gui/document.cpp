@@ -8,13 +8,16 @@
 
 namespace fragscope::gui {
 
+namespace {
+const std::vector<analysis::OomDiagnosis> kNoOoms;
+}  // namespace
+
 const std::vector<analysis::OomDiagnosis>& Document::OomsOf(std::uint32_t device) const {
-  static const std::vector<analysis::OomDiagnosis> kNone;
   const auto& devices = model->devices();
   for (std::size_t i = 0; i < devices.size(); ++i) {
     if (devices[i] == device && i < ooms.size()) return ooms[i];
   }
-  return kNone;
+  return kNoOoms;
 }
 
 std::unique_ptr<Document> LoadDocument(const std::string& path,

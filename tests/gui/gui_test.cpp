@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <stdlib.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -277,6 +279,76 @@ TEST(Inspector, AllPanelsRenderAndTheTableListsTheLiveAllocations) {
   std::size_t state_holes = 0;
   for (const auto& region : state.regions) state_holes += region.holes.size();
   EXPECT_EQ(holes, state_holes);
+}
+
+TEST(Inspector, CursorKeysMoveByEventPageStepAndOom) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-oom.fst", "", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  const Document& document = *app->document();
+  const auto& ooms = document.OomsOf(app->selection().device);
+  ASSERT_GE(ooms.size(), 3u);
+  Render(*app);
+  EXPECT_EQ(app->selection().cursor, ooms[0].event_index);
+  app->Apply(CursorAction::kNextOom);
+  EXPECT_EQ(app->selection().cursor, ooms[1].event_index);
+  app->Apply(CursorAction::kNextOom);
+  EXPECT_EQ(app->selection().cursor, ooms[2].event_index);
+  app->Apply(CursorAction::kPrevOom);
+  EXPECT_EQ(app->selection().cursor, ooms[1].event_index);
+  const std::uint64_t at = app->selection().cursor;
+  app->Apply(CursorAction::kNextEvent);
+  EXPECT_EQ(app->selection().cursor, at + 1);
+  app->Apply(CursorAction::kPrevEvent);
+  app->Apply(CursorAction::kPrevEvent);
+  EXPECT_EQ(app->selection().cursor, at - 1);
+  app->Apply(CursorAction::kNextStep);
+  const auto& steps = document.cursor_index.steps();
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(app->selection().cursor, *std::upper_bound(steps.begin(), steps.end(), at - 1));
+  EXPECT_EQ(document.model->event(app->selection().cursor).type, traces::EventType::kMarker);
+  app->Apply(CursorAction::kLast);
+  EXPECT_EQ(app->selection().cursor, document.model->event_count() - 1);
+  app->Apply(CursorAction::kNextOom);  // wraps to the first
+  EXPECT_EQ(app->selection().cursor, ooms[0].event_index);
+  app->Apply(CursorAction::kFirst);
+  app->Apply(CursorAction::kPageForward);  // a tenth of the visible range (the whole trace here)
+  EXPECT_EQ(app->selection().cursor, document.model->event_count() / 10);
+  Render(*app);
+  // The panels follow: the map and the table show the state at the new cursor.
+  const auto state = document.model->StateAt(app->selection().device, app->selection().cursor);
+  std::size_t live = state.outside_regions.size();
+  for (const auto& region : state.regions) live += region.chunks.size();
+  EXPECT_EQ(app->table().row_count(), live);
+}
+
+TEST(Inspector, LayoutAndRecentFilesPersistInTheConfigFolder) {
+  const auto dir = std::filesystem::temp_directory_path() / "fragscope_gui_config";
+  std::filesystem::remove_all(dir);
+  setenv("XDG_CONFIG_HOME", dir.c_str(), 1);
+  {
+    ViewOptions options;
+    options.trace = kSamples + "synth-small.fst";
+    options.persist = true;
+    options.width = 900;
+    options.height = 700;
+    App app(options);
+    std::string error;
+    if (!app.Init(&error)) GTEST_SKIP() << "no display (" << error << "); run under xvfb-run";
+    ASSERT_TRUE(app.WaitLoaded(false));
+    Render(app);
+  }  // closing saves the layout
+  unsetenv("XDG_CONFIG_HOME");
+  EXPECT_TRUE(std::filesystem::exists(dir / "fragscope" / "imgui.ini"));
+  std::ifstream recent(dir / "fragscope" / "recent.txt");
+  std::string first;
+  std::getline(recent, first);
+  EXPECT_EQ(std::filesystem::path(first).filename(), "synth-small.fst");
+  std::ifstream ini(dir / "fragscope" / "imgui.ini");
+  const std::string text((std::istreambuf_iterator<char>(ini)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("[Window][Memory map]"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
