@@ -59,6 +59,9 @@ class TimelinePanel {
   std::vector<std::uint64_t> bounds_;      // time axis: event index per column boundary
   std::vector<std::uint64_t> overview_;    // minimap: reserved max over the whole trace
   int overview_width_ = -1;
+  bool overview_time_axis_ = false;
+  std::uint32_t overview_device_ = 0xffffffffu;
+  const Document* overview_document_ = nullptr;
   bool dragging_ = false;
   float drag_start_x_ = 0;
   double drag_view_begin_ = 0;

@@ -78,10 +78,21 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
   const analysis::DeviceMetrics metrics = model.Metrics(selection.device);
   const std::uint64_t top = std::max({metrics.peak_reserved, metrics.peak_in_use, metrics.peak_load, std::uint64_t{1}});
   y_max_ = top + top / 10;
-  if (overview_width_ != width || overview_.size() != columns) {
+  if (overview_width_ != width || overview_.size() != columns || overview_time_axis_ != selection.time_axis ||
+      overview_device_ != selection.device || overview_document_ != &document) {
+    // The minimap spans the whole axis (events, or time) like the view it outlines.
     std::vector<std::uint64_t> lo;
-    model.Downsample(selection.device, analysis::Series::kReserved, 0, model.event_count(), columns, &lo, &overview_);
+    if (selection.time_axis) {
+      const double origin = TimeOrigin(document);
+      const auto whole = analysis::ColumnsByTime(model, origin, origin + AxisTotal(document, true), columns);
+      analysis::DownsampleRanges(model, selection.device, analysis::Series::kReserved, whole, &lo, &overview_);
+    } else {
+      model.Downsample(selection.device, analysis::Series::kReserved, 0, model.event_count(), columns, &lo, &overview_);
+    }
     overview_width_ = width;
+    overview_time_axis_ = selection.time_axis;
+    overview_device_ = selection.device;
+    overview_document_ = &document;
   }
 }
 
@@ -247,14 +258,10 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const float x = x0 + static_cast<float>(c);
     draw->AddRectFilled(ImVec2(x, top), ImVec2(x + 1, m1), IM_COL32(150, 100, 40, 255));
   }
-  if (!selection.time_axis) {
+  {
     const float vx0 = x0 + static_cast<float>(selection.view.begin / total * width);
     const float vx1 = x0 + static_cast<float>(selection.view.end / total * width);
     draw->AddRect(ImVec2(vx0, m0), ImVec2(std::max(vx0 + 2, vx1), m1), IM_COL32(255, 255, 255, 200));
-  } else {
-    const float vx0 = x0 + static_cast<float>(selection.view.begin / total * width);
-    const float vx1 = x0 + static_cast<float>(selection.view.end / total * width);
-    draw->AddRect(ImVec2(vx0, m0), ImVec2(std::max(vx0 + 2, vx1), m1), IM_COL32(255, 255, 255, 120));
   }
   ImGui::SetCursorScreenPos(ImVec2(x0, m0));
   ImGui::InvisibleButton("##minimap", ImVec2(static_cast<float>(width), kMinimapHeight));

@@ -206,6 +206,22 @@ TEST(Inspector, TimelinesHighestPointIsThePeak) {
   }
   const double peak_x = plot.x0 + std::floor(static_cast<double>(peak_event) / n * (plot.x1 - plot.x0));
   EXPECT_LE(peak_x - 1, top_x + 0.0);  // the reserved line stays at its peak from there on or later
+
+  // With x by time the highest point is still the peak.
+  app->selection().time_axis = true;
+  Render(*app);
+  const Frame by_time(*app);
+  int time_top = -1;
+  for (int y = plot.y0; y < plot.y1 && time_top < 0; ++y) {
+    for (int x = plot.x0 + 1; x < plot.x1; ++x) {
+      const Rgb p = by_time.At(x, y);
+      if (p == series[0] || p == series[1] || p == series[2]) {
+        time_top = y;
+        break;
+      }
+    }
+  }
+  EXPECT_NEAR(time_top, expected, 1.0);
 }
 
 TEST(Inspector, OomPanelExplainsTheOomAndDrawsTheRequestAgainstTheHoles) {
