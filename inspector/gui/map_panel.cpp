@@ -45,6 +45,57 @@ ImU32 MemoryMapPanel::ColourOf(const Document& document, const Selection& select
   return colours::kUsed;
 }
 
+void MemoryMapPanel::DrawSelected(const Document& document, Selection& selection,
+                                  const analysis::MemoryState& state, std::uint64_t state_version) {
+  if (!selection.selected_address) {
+    ImGui::TextDisabled("click an allocation to select it");
+    return;
+  }
+  const analysis::LiveChunk* chunk = nullptr;
+  for (const auto& region : state.regions) {
+    for (const auto& c : region.chunks) {
+      if (c.address == *selection.selected_address) chunk = &c;
+    }
+  }
+  for (const auto& c : state.outside_regions) {
+    if (c.address == *selection.selected_address) chunk = &c;
+  }
+  if (chunk == nullptr) {
+    ImGui::TextDisabled("selected 0x%llx: not live at this event", static_cast<unsigned long long>(*selection.selected_address));
+    return;
+  }
+  if (free_version_ != state_version || free_address_ != chunk->address) {
+    // Its free: a bounded look ahead, once per selection and cursor.
+    free_event_ = analysis::FindFreeEvent(*document.model, selection.device, chunk->address, state.event_index,
+                                          kFreeLookahead, &free_searched_to_);
+    free_version_ = state_version;
+    free_address_ = chunk->address;
+  }
+  ImGui::Text("selected 0x%llx, %s (requested %s), %s, allocated at event %llu",
+              static_cast<unsigned long long>(chunk->address), FormatBytes(chunk->size).c_str(),
+              FormatBytes(chunk->requested).c_str(),
+              chunk->tag == traces::kNoTag ? "no tag" : document.model->TagName(chunk->tag).c_str(),
+              static_cast<unsigned long long>(chunk->alloc_event));
+  ImGui::SameLine();
+  if (ImGui::SmallButton("go to alloc")) {
+    selection.cursor = chunk->alloc_event;
+    selection.follow_cursor = true;
+  }
+  ImGui::SameLine();
+  if (free_event_) {
+    ImGui::Text("freed at event %llu", static_cast<unsigned long long>(*free_event_));
+    ImGui::SameLine();
+    if (ImGui::SmallButton("go to free")) {
+      selection.cursor = *free_event_;
+      selection.follow_cursor = true;
+    }
+  } else if (free_searched_to_ >= document.model->event_count()) {
+    ImGui::TextUnformatted("never freed (live at the end of the trace)");
+  } else {
+    ImGui::Text("not freed in the next %llu events", static_cast<unsigned long long>(kFreeLookahead));
+  }
+}
+
 void MemoryMapPanel::Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
                           std::uint64_t state_version, float height) {
   std::uint64_t holes = 0;
@@ -57,7 +108,8 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float full = height > 0 ? height : avail.y;
   const int width = std::max(16, static_cast<int>(avail.x));
-  const int rows = std::max(1, static_cast<int>(full) / row_pitch());
+  const float info_h = ImGui::GetFrameHeightWithSpacing();  // the selected chunk's line below
+  const int rows = std::max(1, static_cast<int>(full - info_h) / row_pitch());
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
   canvas_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0) + width,
@@ -128,7 +180,9 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
 
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
   ImGui::InvisibleButton("##map", ImVec2(static_cast<float>(width), static_cast<float>(rows * row_pitch())));
-  if (ImGui::IsItemHovered() && layout_.total_bytes > 0) {
+  const bool map_hovered = ImGui::IsItemHovered();
+  DrawSelected(document, selection, state, state_version);
+  if (map_hovered && layout_.total_bytes > 0) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     const int x = static_cast<int>(mouse.x - x0), r = static_cast<int>(mouse.y - y0) / row_pitch();
     const std::size_t c = static_cast<std::size_t>(r * width + x);

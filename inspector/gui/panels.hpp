@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,14 +78,23 @@ class MemoryMapPanel {
   int row_height() const { return kRowHeight; }
   int row_pitch() const { return kRowHeight + kRowGap; }
   const analysis::MapLayout& layout() const { return layout_; }
+  // The free event of the selected chunk, when found (shown with a "go to free" button).
+  std::optional<std::uint64_t> selected_free_event() const { return free_event_; }
   static constexpr int kRowHeight = 14;
   static constexpr int kRowGap = 4;
 
  private:
   ImU32 ColourOf(const Document& document, const Selection& selection, const analysis::MemoryState& state,
                  const analysis::MapItem& item) const;
+  void DrawSelected(const Document& document, Selection& selection, const analysis::MemoryState& state,
+                    std::uint64_t state_version);
+  static constexpr std::uint64_t kFreeLookahead = 2000000;
   PixelRect canvas_rect_;
   analysis::MapLayout layout_;
+  std::optional<std::uint64_t> free_event_;
+  std::uint64_t free_searched_to_ = 0;
+  std::uint64_t free_version_ = ~std::uint64_t{0};
+  std::uint64_t free_address_ = 0;
   std::uint64_t layout_version_ = ~std::uint64_t{0};
   std::uint32_t layout_cells_ = 0;
 };

@@ -288,6 +288,20 @@ TEST(LiveTable, FilterAndSort) {
   EXPECT_EQ(rows[0].tag, "activation");
 }
 
+TEST(LiveTable, FindFreeEventLooksAheadForTheFree) {
+  std::vector<std::string> tags;
+  const auto model = SmallModel(&tags);
+  const std::uint64_t activation = (1 << 20) + 4 * kMiB;  // allocated at 3, freed at 7
+  std::uint64_t searched = 0;
+  EXPECT_EQ(FindFreeEvent(*model, 0, activation, 3, 100, &searched), std::optional<std::uint64_t>(7));
+  EXPECT_EQ(searched, 7u);
+  EXPECT_EQ(FindFreeEvent(*model, 0, activation, 3, 2, &searched), std::nullopt);  // looks at 4 and 5
+  EXPECT_EQ(searched, 6u);
+  EXPECT_EQ(FindFreeEvent(*model, 0, 1 << 20, 2, 100, &searched), std::nullopt);   // weights: never freed
+  EXPECT_EQ(searched, model->event_count());
+  EXPECT_EQ(FindFreeEvent(*model, 1, activation, 3, 100), std::nullopt);           // another device
+}
+
 TEST(Compare, ReplayToTimelineMatchesTheReplayMetrics) {
   traces::TraceReader reader(std::string(FRAGSCOPE_SOURCE_DIR) + "/traces/samples/synth-small.fst");
   BlockSource source = [&](std::vector<Event>* out) { return reader.NextBlock(out); };

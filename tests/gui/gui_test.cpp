@@ -339,6 +339,45 @@ TEST(Inspector, CursorKeysMoveByEventPageStepAndOom) {
   EXPECT_EQ(app->table().row_count(), live);
 }
 
+TEST(Inspector, ASelectedChunkIsOutlinedAndItsFreeIsFound) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-small.fst", "map", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  const auto& model = *app->document()->model;
+  app->SetCursor(model.event_count() / 2);
+  const auto state = model.StateAt(app->selection().device, app->selection().cursor);
+  // The largest live chunk in a region.
+  const analysis::LiveChunk* chunk = nullptr;
+  for (const auto& region : state.regions) {
+    for (const auto& c : region.chunks) {
+      if (chunk == nullptr || c.size > chunk->size) chunk = &c;
+    }
+  }
+  ASSERT_NE(chunk, nullptr);
+  app->selection().selected_address = chunk->address;
+  Render(*app);
+  EXPECT_EQ(app->map().selected_free_event(),
+            analysis::FindFreeEvent(model, app->selection().device, chunk->address, state.event_index, 2000000));
+  if (auto free = app->map().selected_free_event()) {
+    EXPECT_EQ(model.event(*free).type, traces::EventType::kFree);
+    EXPECT_EQ(model.event(*free).address, chunk->address);
+  }
+  // Outlined: white marks in the gap above the chunk's cells.
+  const Frame frame(*app);
+  const auto& layout = app->map().layout();
+  const PixelRect rect = app->map().canvas_rect();
+  const int width = rect.x1 - rect.x0;
+  std::uint64_t offset = 0;
+  for (const auto& item : layout.items) {
+    if (item.kind == analysis::MapItemKind::kChunk && item.address == chunk->address) offset = item.offset;
+  }
+  const std::uint32_t cell = layout.CellOf(offset + chunk->size / 2);
+  const int x = rect.x0 + static_cast<int>(cell) % width;
+  const int y = rect.y0 + static_cast<int>(cell) / width * app->map().row_pitch() + 1;
+  EXPECT_EQ(frame.At(x, y), ToRgb(colours::kSelected));
+}
+
 TEST(Inspector, LayoutAndRecentFilesPersistInTheConfigFolder) {
   const auto dir = std::filesystem::temp_directory_path() / "fragscope_gui_config";
   std::filesystem::remove_all(dir);

@@ -323,6 +323,22 @@ std::vector<LiveRow> LiveRows(const TimelineModel& model, const MemoryState& sta
   return rows;
 }
 
+std::optional<std::uint64_t> FindFreeEvent(const TimelineModel& model, std::uint32_t device,
+                                           std::uint64_t address, std::uint64_t from,
+                                           std::uint64_t max_events, std::uint64_t* searched_to) {
+  const std::uint64_t n = model.event_count();
+  const std::uint64_t end = max_events >= n ? n : std::min(n, from + 1 + max_events);
+  for (std::uint64_t i = from + 1; i < end; ++i) {
+    const traces::Event e = model.event(i);
+    if (e.type == traces::EventType::kFree && e.device == device && e.address == address) {
+      if (searched_to != nullptr) *searched_to = i;
+      return i;
+    }
+  }
+  if (searched_to != nullptr) *searched_to = end;
+  return std::nullopt;
+}
+
 // ------------------------------------------------------------------------------- compare
 
 namespace {

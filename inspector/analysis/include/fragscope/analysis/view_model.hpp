@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,13 @@ enum class LiveSortKey : std::uint8_t { kAddress, kSize, kRequested, kAge, kTag 
 // (case-insensitive; empty: all), sorted by `key` (ties by address).
 std::vector<LiveRow> LiveRows(const TimelineModel& model, const MemoryState& state,
                               const std::string& filter, LiveSortKey key, bool descending);
+
+// The free event of the allocation at `address` on `device` live after event `from`: the first
+// free of that address after `from`, looking at most `max_events` events ahead. Empty when none was
+// found there (`*searched_to` says how far it looked: event_count() means the end of the trace).
+std::optional<std::uint64_t> FindFreeEvent(const TimelineModel& model, std::uint32_t device,
+                                           std::uint64_t address, std::uint64_t from,
+                                           std::uint64_t max_events, std::uint64_t* searched_to = nullptr);
 
 // ------------------------------------------------------------------------------- compare
 
