@@ -231,6 +231,7 @@ void ComparePanel::Start(const Document& document) {
   const std::string confs[2] = {conf_text_[0], conf_text_[1]};
   pending_ready_ = false;
   result_ready_ = false;
+  results_of_ = &document;
   job_.Start("replaying", [this, path, a = confs[0], b = confs[1]](Job& job) {
     auto input = cli::TraceInput::Open(path);
     const analysis::AllocationSequence sequence =
@@ -250,6 +251,9 @@ void ComparePanel::Start(const Document& document) {
 }
 
 void ComparePanel::Draw(const Document& document, Selection& selection) {
+  if (!job_.running() && result_ready_ && results_of_ != &document) {
+    result_ready_ = false;  // another trace was opened: its replays are still to run
+  }
   for (int i = 0; i < 2; ++i) {
     ImGui::SetNextItemWidth(260);
     ImGui::InputText(i == 0 ? "A##conf" : "B##conf", &conf_text_[i]);

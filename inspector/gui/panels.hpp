@@ -172,6 +172,7 @@ class ComparePanel {
   // Results of the job, moved into sides_ on the UI thread once it finished.
   analysis::ReplayTimeline pending_[2];
   bool pending_ready_ = false;
+  const Document* results_of_ = nullptr;  // the document the replays are of
 };
 
 // Top bar: open a trace (path box, recent files), device, colour, axis, cursor position, progress.
