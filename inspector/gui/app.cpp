@@ -424,7 +424,11 @@ bool App::WritePng(const std::string& path, std::string* error) const {
 }
 
 int App::RunInteractive() {
-  while (!glfwWindowShouldClose(window_)) Frame(true);
+  while (!glfwWindowShouldClose(window_)) {
+    // Idle: no background job to show progress of, so sleep until input (or 0.1 s at most).
+    if (!loader_.running() && !min_limit_job_.running() && !compare_.running()) glfwWaitEventsTimeout(0.1);
+    Frame(true);
+  }
   if (ImGui::GetIO().IniFilename != nullptr) ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename);
   return 0;
 }
