@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "app.hpp"
+#include "fragscope/analysis/synth.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 
 namespace fragscope::gui {
@@ -376,6 +377,35 @@ TEST(Inspector, ASelectedChunkIsOutlinedAndItsFreeIsFound) {
   const int x = rect.x0 + static_cast<int>(cell) % width;
   const int y = rect.y0 + static_cast<int>(cell) / width * app->map().row_pitch() + 1;
   EXPECT_EQ(frame.At(x, y), ToRgb(colours::kSelected));
+}
+
+TEST(Inspector, EachDeviceOfATwoDeviceTraceHasItsOwnTimelineAndMap) {
+  const std::string path = (std::filesystem::temp_directory_path() / "fragscope_gui_two.fst").string();
+  {
+    analysis::SynthOptions synth;
+    synth.events = 4000;
+    synth.devices = 2;
+    synth.seed = 3;
+    traces::TraceWriter writer(path, analysis::SynthHeader(synth));
+    analysis::Synthesize(synth, writer);
+    writer.Close();
+  }
+  std::string skip;
+  auto app = OpenApp(path, "", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  const auto& model = *app->document()->model;
+  ASSERT_EQ(model.devices(), (std::vector<std::uint32_t>{0, 1}));
+  for (std::uint32_t device : {0u, 1u}) {
+    app->selection().device = device;
+    app->SetCursor(model.event_count() / 2);
+    Render(*app);
+    const auto state = model.StateAt(device, app->selection().cursor);
+    std::size_t live = state.outside_regions.size();
+    for (const auto& region : state.regions) live += region.chunks.size();
+    EXPECT_EQ(app->table().row_count(), live) << "device " << device;
+    EXPECT_EQ(app->map().layout().total_bytes, state.reserved) << "device " << device;
+  }
 }
 
 TEST(Inspector, LayoutAndRecentFilesPersistInTheConfigFolder) {
