@@ -98,7 +98,6 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
   const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
   canvas_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0 + width), static_cast<int>(y0 + height)};
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  draw->AddRectFilled(ImVec2(x0, y0), ImVec2(x0 + width, y0 + height), colours::kBackground);
   if (buckets_.empty()) {
     draw->AddText(ImVec2(x0 + 8, y0 + 8), IM_COL32(200, 200, 200, 255), "no free holes at the cursor");
   } else {
