@@ -26,6 +26,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::string glfw_error;  // the last message of GLFW's error callback
+bool glfw_ready = false;  // glfwInit succeeded (once per process)
+
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
 std::string ConfigDir() {
@@ -67,17 +70,21 @@ App::~App() {
     ImGui_ImplGlfw_Shutdown();
     ImGui::DestroyContext();
   }
-  if (window_ != nullptr) {
-    glfwDestroyWindow(window_);
-    glfwTerminate();
-  }
+  // GLFW stays initialized until the process exits (see Init), so the display connection does too.
+  if (window_ != nullptr) glfwDestroyWindow(window_);
 }
 
 bool App::Init(std::string* error) {
-  glfwSetErrorCallback([](int, const char*) {});
-  if (!glfwInit()) {
-    *error = "cannot open a display (is DISPLAY set? try xvfb-run for headless use)";
-    return false;
+  glfwSetErrorCallback([](int, const char* description) { glfw_error = description; });
+  // Once per process: closing the last connection makes an X server reset, and a display opened
+  // during the reset fails (several windows in one process, as the tests open, met that).
+  if (!glfw_ready) {
+    if (!glfwInit()) {
+      *error = "cannot open a display (is DISPLAY set? try xvfb-run for headless use): " + glfw_error;
+      return false;
+    }
+    glfw_ready = true;
+    std::atexit(glfwTerminate);
   }
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
@@ -86,7 +93,6 @@ bool App::Init(std::string* error) {
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_FALSE);
   window_ = glfwCreateWindow(options_.width, options_.height, "fragscope", nullptr, nullptr);
   if (window_ == nullptr) {
-    glfwTerminate();
     *error = "cannot create an OpenGL 3.0 window";
     return false;
   }
