@@ -436,6 +436,12 @@ int App::RunInteractive() {
     Frame(true);
   }
   if (ImGui::GetIO().IniFilename != nullptr) ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename);
+  if (loader_.running() || min_limit_job_.running() || compare_.running()) {
+    // A load or a replay (the minimal limit's bisection can take minutes) has no way to stop
+    // early; closing the window should not wait for it. Settings and recent files are saved.
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
   return 0;
 }
 
