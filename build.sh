@@ -17,6 +17,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libzstd-dev libboost-dev
   libgtest-dev libbenchmark-dev
+  libimgui-dev libglfw3-dev libstb-dev xvfb xauth libgl1-mesa-dri  # the inspector GUI and its tests
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

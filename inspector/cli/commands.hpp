@@ -19,6 +19,9 @@ Command AddCompare(CLI::App& app);
 Command AddMinLimit(CLI::App& app);
 Command AddConvert(CLI::App& app);
 Command AddSynth(CLI::App& app);
+#ifdef FRAGSCOPE_HAVE_GUI
+Command AddView(CLI::App& app);  // inspector/gui/view_command.cpp
+#endif
 
 inline constexpr const char* kVersion = "0.1.0";
 

@@ -30,6 +30,12 @@ int main(int argc, char** argv) {
     cli::Command command = adder(app);
     commands.emplace(command.subcommand, std::move(command.run));
   }
+#ifdef FRAGSCOPE_HAVE_GUI
+  {
+    cli::Command command = cli::AddView(app);
+    commands.emplace(command.subcommand, std::move(command.run));
+  }
+#endif
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,549 @@
+#include "app.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cfloat>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#define GLFW_INCLUDE_NONE
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <fmt/format.h>
+#include <imgui.h>
+#include <stb_image_write.h>
+
+#include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/errors.hpp"
+#include "trace_input.hpp"
+
+namespace fragscope::gui {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string glfw_error;  // the last message of GLFW's error callback
+bool glfw_ready = false;  // glfwInit succeeded (once per process)
+
+double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+std::string ConfigDir() {
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/fragscope";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.config/fragscope";
+  }
+  return {};
+}
+
+std::uint64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const std::vector<std::string> kPanelNames = {"timeline", "map", "table", "bins", "oom", "compare"};
+
+const std::vector<std::string>& PanelNames() { return kPanelNames; }
+
+App::App(ViewOptions options) : options_(std::move(options)) {
+  if (options_.confs.size() >= 2) compare_.SetConfs(options_.confs[0], options_.confs[1]);
+  show_compare_ = options_.panel == "compare";
+}
+
+App::~App() {
+  loader_.Wait();
+  min_limit_job_.Wait();
+  compare_.Wait();
+  if (imgui_ready_) {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+  }
+  // GLFW stays initialized until the process exits (see Init), so the display connection does too.
+  if (window_ != nullptr) glfwDestroyWindow(window_);
+}
+
+bool App::Init(std::string* error) {
+  glfwSetErrorCallback([](int, const char* description) { glfw_error = description; });
+  // Once per process: closing the last connection makes an X server reset, and a display opened
+  // during the reset fails (several windows in one process, as the tests open, met that).
+  if (!glfw_ready) {
+    if (!glfwInit()) {
+      *error = "cannot open a display (is DISPLAY set? try xvfb-run for headless use): " + glfw_error;
+      return false;
+    }
+    glfw_ready = true;
+    std::atexit(glfwTerminate);
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  glfwWindowHint(GLFW_VISIBLE, options_.visible ? GLFW_TRUE : GLFW_FALSE);
+  glfwWindowHint(GLFW_RESIZABLE, GLFW_TRUE);
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_FALSE);
+  window_ = glfwCreateWindow(options_.width, options_.height, "fragscope", nullptr, nullptr);
+  if (window_ == nullptr) {
+    *error = "cannot create an OpenGL 3.0 window";
+    return false;
+  }
+  glfwMakeContextCurrent(window_);
+  glfwSwapInterval(options_.persist ? 1 : 0);  // interactive: vsync; headless: as fast as it goes
+  glfwSetWindowUserPointer(window_, this);
+  glfwSetDropCallback(window_, &App::OnDrop);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  LoadSettings();
+  io.IniFilename = options_.persist && !ini_path_.empty() ? ini_path_.c_str() : nullptr;
+  ImGui::StyleColorsDark();
+  ImGui::GetStyle().WindowRounding = 0;
+  ImGui_ImplGlfw_InitForOpenGL(window_, true);
+  ImGui_ImplOpenGL3_Init("#version 130");
+  imgui_ready_ = true;
+  if (!options_.trace.empty()) Open(options_.trace);
+  return true;
+}
+
+void App::LoadSettings() {
+  if (!options_.persist) return;
+  config_dir_ = ConfigDir();
+  if (config_dir_.empty()) return;
+  std::error_code ignored;
+  std::filesystem::create_directories(config_dir_, ignored);
+  ini_path_ = config_dir_ + "/imgui.ini";
+  recent_path_ = config_dir_ + "/recent.txt";
+  std::ifstream in(recent_path_);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) recent_.push_back(line);
+  }
+}
+
+void App::AddRecent(const std::string& path) {
+  std::error_code ignored;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ignored);
+  const std::string entry = absolute.empty() ? path : absolute.string();
+  recent_.erase(std::remove(recent_.begin(), recent_.end(), entry), recent_.end());
+  recent_.insert(recent_.begin(), entry);
+  if (recent_.size() > 10) recent_.resize(10);
+  if (!options_.persist || recent_path_.empty()) return;
+  std::ofstream out(recent_path_, std::ios::trunc);
+  for (const auto& file : recent_) out << file << '\n';
+}
+
+void App::OnDrop(GLFWwindow* window, int count, const char** paths) {
+  auto* app = static_cast<App*>(glfwGetWindowUserPointer(window));
+  if (app != nullptr && count > 0) app->pending_drop_ = paths[0];
+}
+
+void App::Open(const std::string& path) {
+  if (loader_.running()) return;
+  loading_path_ = path;
+  load_error_.clear();
+  loaded_.reset();
+  loader_.Start("loading", [this, path](Job& job) {
+    loaded_ = LoadDocument(path, [&job](std::uint64_t done, std::uint64_t total) { job.SetProgress(done, total); });
+  });
+}
+
+void App::SetCursor(std::uint64_t event) {
+  if (document_ == nullptr || document_->model->event_count() == 0) return;
+  selection_.cursor = std::min(event, document_->model->event_count() - 1);
+  selection_.follow_cursor = true;
+}
+
+void App::Poll() {
+  if (!pending_drop_.empty()) {
+    Open(pending_drop_);
+    pending_drop_.clear();
+  }
+  if (loader_.finished() && (loaded_ != nullptr || !loader_.error().empty()) && !loading_path_.empty()) {
+    if (loaded_ != nullptr) {
+      min_limit_job_.Wait();
+      document_ = std::move(loaded_);
+      selection_ = Selection{};
+      selection_.colour = ColourMode::kState;
+      const auto& devices = document_->model->devices();
+      selection_.device = devices.empty() ? 0 : devices.front();
+      // Start where there is something to see: the first OOM, else the last event.
+      const std::uint64_t n = document_->model->event_count();
+      std::uint64_t at = n == 0 ? 0 : n - 1;
+      if (!document_->cursor_index.ooms().empty()) at = document_->cursor_index.ooms().front();
+      if (options_.at) at = *options_.at;
+      options_.at.reset();
+      SetCursor(at);
+      AddRecent(document_->path);
+      min_limit_.reset();
+      min_limit_error_.clear();
+      bool any_oom = false;
+      for (const auto& list : document_->ooms) any_oom = any_oom || !list.empty();
+      if (any_oom) {
+        // What limit the recorded policy needs for the whole trace, by replay, in the background.
+        const std::string path = document_->path;
+        const std::string conf_text = document_->model->header().alloc_conf;
+        min_limit_job_.Start("minimal limit", [this, path, conf_text](Job&) {
+          AllocConf conf;
+          try {
+            conf = ParseAllocConf(conf_text);
+          } catch (const ConfigError&) {
+            min_limit_error_ = "the recorded configuration '" + conf_text + "' is not fragscope's";
+            return;
+          }
+          if (!conf.virtual_devices.empty()) {
+            min_limit_error_ = "virtual devices";
+            return;
+          }
+          auto input = cli::TraceInput::Open(path);
+          const analysis::AllocationSequence sequence =
+              analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
+          analysis::ReplayOptions replay;
+          replay.conf = conf;
+          const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, replay);
+          if (result.fits_at_all) {
+            min_limit_ = result.min_limit;
+          } else {
+            min_limit_error_ = "it does not fit even at the full capacity";
+          }
+        });
+      }
+    } else {
+      load_error_ = loader_.error();
+    }
+    loading_path_.clear();
+  }
+  if (document_ != nullptr && min_limit_job_.finished() && !document_->min_limit &&
+      document_->min_limit_error.empty()) {
+    if (min_limit_) document_->min_limit = min_limit_;
+    else if (!min_limit_error_.empty()) document_->min_limit_error = min_limit_error_;
+    else if (!min_limit_job_.error().empty()) document_->min_limit_error = min_limit_job_.error();
+  }
+}
+
+bool App::WaitLoaded(bool with_jobs) {
+  loader_.Wait();
+  Poll();
+  if (document_ == nullptr) return false;
+  if (with_jobs) {
+    min_limit_job_.Wait();
+    Poll();
+  }
+  return true;
+}
+
+void App::Apply(CursorAction action) {
+  if (document_ == nullptr) return;
+  const std::uint64_t n = document_->model->event_count();
+  if (n == 0) return;
+  const auto page = static_cast<std::int64_t>(std::max(1.0, selection_.time_axis ? static_cast<double>(n) / 100
+                                                                                 : selection_.view.span() / 10));
+  const analysis::CursorIndex& index = document_->cursor_index;
+  std::uint64_t cursor = selection_.cursor;
+  switch (action) {
+    case CursorAction::kPrevEvent: cursor = analysis::MoveCursor(cursor, -1, n); break;
+    case CursorAction::kNextEvent: cursor = analysis::MoveCursor(cursor, 1, n); break;
+    case CursorAction::kPageBack: cursor = analysis::MoveCursor(cursor, -page, n); break;
+    case CursorAction::kPageForward: cursor = analysis::MoveCursor(cursor, page, n); break;
+    case CursorAction::kFirst: cursor = 0; break;
+    case CursorAction::kLast: cursor = n - 1; break;
+    case CursorAction::kPrevStep: cursor = index.PrevStep(cursor); break;
+    case CursorAction::kNextStep: cursor = index.NextStep(cursor); break;
+    case CursorAction::kNextOom: cursor = index.NextOom(cursor); break;
+    case CursorAction::kPrevOom: cursor = index.PrevOom(cursor); break;
+  }
+  if (cursor != selection_.cursor) SetCursor(cursor);
+}
+
+void App::HandleKeys() {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput) return;
+  const std::pair<int, CursorAction> keys[] = {
+      {ImGui::GetKeyIndex(ImGuiKey_LeftArrow), CursorAction::kPrevEvent},
+      {ImGui::GetKeyIndex(ImGuiKey_RightArrow), CursorAction::kNextEvent},
+      {ImGui::GetKeyIndex(ImGuiKey_PageUp), CursorAction::kPageBack},
+      {ImGui::GetKeyIndex(ImGuiKey_PageDown), CursorAction::kPageForward},
+      {ImGui::GetKeyIndex(ImGuiKey_Home), CursorAction::kFirst},
+      {ImGui::GetKeyIndex(ImGuiKey_End), CursorAction::kLast},
+      {GLFW_KEY_LEFT_BRACKET, CursorAction::kPrevStep},
+      {GLFW_KEY_RIGHT_BRACKET, CursorAction::kNextStep},
+  };
+  for (const auto& [key, action] : keys) {
+    if (ImGui::IsKeyPressed(key, true)) Apply(action);
+  }
+  if (ImGui::IsKeyPressed(GLFW_KEY_O, true)) Apply(io.KeyShift ? CursorAction::kPrevOom : CursorAction::kNextOom);
+}
+
+void App::DrawUi() {
+  const ImVec2 size = ImGui::GetIO().DisplaySize;
+  const ImGuiCond cond = options_.persist ? ImGuiCond_FirstUseEver : ImGuiCond_Always;
+  constexpr ImGuiWindowFlags kFlags = ImGuiWindowFlags_NoCollapse;
+  const float bar_h = 66;
+  ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
+  ImGui::SetNextWindowSize(ImVec2(size.x, bar_h), ImGuiCond_Always);
+  ImGui::Begin("fragscope", nullptr,
+               ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
+                   ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoSavedSettings);
+  const std::string open = toolbar_.Draw(document_.get(), selection_, recent_, loader_, load_error_);
+  if (!open.empty()) Open(open);
+  if (document_ != nullptr) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton(show_compare_ ? "hide compare" : "compare...")) show_compare_ = !show_compare_;
+  }
+  ImGui::End();
+  if (document_ == nullptr) {
+    ImGui::SetNextWindowPos(ImVec2(size.x * 0.25f, size.y * 0.35f), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(size.x * 0.5f, 120), ImGuiCond_Always);
+    ImGui::Begin("welcome", nullptr, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoSavedSettings);
+    ImGui::TextWrapped(loader_.running() ? "Loading %s ..." : "Open a trace: type its path above, pick a recent one, "
+                                                             "or drop the file on this window. Any format fragscope "
+                                                             "reads: .fst, JSON Lines, PyTorch snapshots, TF BFC logs, "
+                                                             "RMM CSV.%s",
+                       loader_.running() ? loading_path_.c_str() : "");
+    if (loader_.running()) ImGui::ProgressBar(loader_.progress());
+    ImGui::End();
+    return;
+  }
+  const Document& document = *document_;
+  const analysis::MemoryState& state = cursor_state_.Get(document, selection_.device, selection_.cursor);
+  const std::uint64_t version = cursor_state_.version();
+
+  const float top = bar_h, h = size.y - bar_h, w = size.x;
+  struct Slot {
+    const char* name;
+    ImVec2 pos, size;
+  };
+  const bool only = !options_.panel.empty();
+  const float th = std::floor(h * 0.32f), mh = std::floor(h * 0.30f), lw = std::floor(w * 0.62f);
+  auto place = [&](const char* name, ImVec2 pos, ImVec2 extent) {
+    if (only) {
+      ImGui::SetNextWindowPos(ImVec2(0, top), ImGuiCond_Always);
+      ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_Always);
+    } else {
+      ImGui::SetNextWindowPos(pos, cond);
+      ImGui::SetNextWindowSize(extent, cond);
+    }
+    (void)name;
+  };
+  auto wanted = [&](const char* name) { return !only || options_.panel == name; };
+
+  if (wanted("timeline")) {
+    place("timeline", ImVec2(0, top), ImVec2(w, th));
+    if (ImGui::Begin("Timeline", nullptr, kFlags)) timeline_.Draw(document, selection_);
+    ImGui::End();
+  }
+  if (wanted("map")) {
+    place("map", ImVec2(0, top + th), ImVec2(lw, mh));
+    if (ImGui::Begin("Memory map", nullptr, kFlags)) map_.Draw(document, selection_, state, version);
+    ImGui::End();
+  }
+  if (wanted("bins")) {
+    place("bins", ImVec2(lw, top + th), ImVec2(w - lw, mh));
+    if (ImGui::Begin("Free holes by size (bins)", nullptr, kFlags)) histogram_.Draw(state, version);
+    ImGui::End();
+  }
+  if (wanted("table")) {
+    place("table", ImVec2(0, top + th + mh), ImVec2(lw, h - th - mh));
+    if (ImGui::Begin("Live allocations", nullptr, kFlags)) table_.Draw(document, selection_, state, version);
+    ImGui::End();
+  }
+  if (wanted("oom")) {
+    place("oom", ImVec2(lw, top + th + mh), ImVec2(w - lw, h - th - mh));
+    if (ImGui::Begin("Out of memory", nullptr, kFlags)) oom_panel_.Draw(document, selection_);
+    ImGui::End();
+  }
+  if (show_compare_ && wanted("compare")) {
+    place("compare", ImVec2(w * 0.05f, top + 20), ImVec2(w * 0.9f, h * 0.9f));
+    bool open_flag = true;
+    if (ImGui::Begin("Compare", only ? nullptr : &open_flag, kFlags)) compare_.Draw(document, selection_);
+    ImGui::End();
+    if (!open_flag) show_compare_ = false;
+  }
+}
+
+void App::Frame(bool swap) {
+  const auto frame_start = Clock::now();
+  glfwPollEvents();
+  Poll();
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  if (!options_.persist) {
+    // Headless (screenshots, benchmarks, tests): wherever the X server put the pointer, no hover.
+    ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+  }
+  ImGui::NewFrame();
+  HandleKeys();
+  DrawUi();
+  ImGui::Render();
+  last_ui_ms_ = Seconds(frame_start) * 1e3;
+  const auto render_start = Clock::now();
+  int fw = 0, fh = 0;
+  glfwGetFramebufferSize(window_, &fw, &fh);
+  glViewport(0, 0, fw, fh);
+  glClearColor(0.08f, 0.08f, 0.09f, 1);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  if (swap) {
+    glfwSwapBuffers(window_);
+  } else {
+    glFinish();
+  }
+  last_render_ms_ = Seconds(render_start) * 1e3;
+}
+
+std::vector<std::uint8_t> App::ReadPixels(int* width, int* height) const {
+  int fw = 0, fh = 0;
+  glfwGetFramebufferSize(window_, &fw, &fh);
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(fw) * static_cast<std::size_t>(fh) * 4);
+  glReadBuffer(GL_BACK);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  // OpenGL's first row is the bottom one.
+  const std::size_t stride = static_cast<std::size_t>(fw) * 4;
+  for (int y = 0; y < fh / 2; ++y) {
+    std::swap_ranges(pixels.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(y) * stride),
+                     pixels.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(y + 1) * stride),
+                     pixels.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(fh - 1 - y) * stride));
+  }
+  *width = fw;
+  *height = fh;
+  return pixels;
+}
+
+bool App::WritePng(const std::string& path, std::string* error) const {
+  int w = 0, h = 0;
+  const std::vector<std::uint8_t> pixels = ReadPixels(&w, &h);
+  if (stbi_write_png(path.c_str(), w, h, 4, pixels.data(), w * 4) == 0) {
+    *error = "cannot write " + path;
+    return false;
+  }
+  return true;
+}
+
+int App::RunInteractive() {
+  while (!glfwWindowShouldClose(window_)) {
+    // Idle: no background job to show progress of, so sleep until input (or 0.1 s at most).
+    if (!loader_.running() && !min_limit_job_.running() && !compare_.running()) glfwWaitEventsTimeout(0.1);
+    Frame(true);
+  }
+  if (ImGui::GetIO().IniFilename != nullptr) ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename);
+  if (loader_.running() || min_limit_job_.running() || compare_.running()) {
+    // A load or a replay (the minimal limit's bisection can take minutes) has no way to stop
+    // early; closing the window should not wait for it. Settings and recent files are saved.
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  return 0;
+}
+
+int App::RunScreenshot(const std::string& png) {
+  if (!options_.trace.empty() && !WaitLoaded(true)) {
+    std::fprintf(stderr, "error: %s\n", load_error_.c_str());
+    return 2;
+  }
+  if (options_.panel == "compare" && document_ != nullptr) {
+    compare_.Start(*document_);
+    compare_.Wait();
+  }
+  // A few frames: ImGui sizes windows and tables over the first frames.
+  for (int i = 0; i < 4; ++i) Frame(i < 3);
+  std::string error;
+  if (!WritePng(png, &error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "wrote %s\n", png.c_str());
+  return 0;
+}
+
+int App::RunBench() {
+  const auto start = Clock::now();
+  Frame(true);
+  const double first_frame = Seconds(start);  // the window is up while the trace loads
+  if (!WaitLoaded(false)) {
+    std::fprintf(stderr, "error: %s\n", load_error_.c_str());
+    return 2;
+  }
+  const double loaded = Seconds(start);
+  const auto first_full = Clock::now();
+  Frame(true);
+  const double first_full_frame = Seconds(first_full);
+  const double first_model_frame = Seconds(start);
+  const std::uint64_t n = document_->model->event_count();
+  std::vector<double> zoom, pan, cursor;
+  const double total = static_cast<double>(n);
+  std::vector<double> ui, render;
+  auto timed = [&](std::vector<double>* out) {
+    const auto t0 = Clock::now();
+    Frame(false);
+    out->push_back(Seconds(t0) * 1e3);
+    ui.push_back(last_ui_ms_);
+    render.push_back(last_render_ms_);
+  };
+  // Zoom in to 100 events around several anchors and back out.
+  for (int round = 0; round < 4; ++round) {
+    const double anchor = total * (0.1 + 0.25 * round);
+    selection_.view = {0, total};
+    for (int i = 0; i < 40; ++i) {
+      selection_.view.Zoom(anchor, 0.75, 10, total);
+      timed(&zoom);
+    }
+    for (int i = 0; i < 40; ++i) {
+      selection_.view.Zoom(anchor, 1 / 0.75, 10, total);
+      timed(&zoom);
+    }
+  }
+  // Pan across the trace at a 1 % zoom.
+  selection_.view = {0, total / 100};
+  for (int i = 0; i < 200; ++i) {
+    selection_.view.Pan(total / 200, total);
+    timed(&pan);
+  }
+  // Move the cursor: by single events, by pages, by jumps across the trace.
+  selection_.view = {0, total};
+  std::uint64_t c = n / 3;
+  for (int i = 0; i < 200; ++i) {
+    c = i % 4 == 0 ? (c + n / 7) % std::max<std::uint64_t>(n, 1) : analysis::MoveCursor(c, i % 2 == 0 ? 1 : 4096, n);
+    SetCursor(c);
+    timed(&cursor);
+  }
+  auto report = [](const char* name, std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    auto pct = [&](double p) { return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))]; };
+    std::printf("%-7s frames %4zu  p50 %6.2f ms  p90 %6.2f ms  p99 %6.2f ms  max %6.2f ms\n", name, v.size(),
+                pct(0.5), pct(0.9), pct(0.99), v.empty() ? 0 : v.back());
+  };
+  const analysis::TimelineFootprint footprint = document_->model->footprint();
+  std::printf("trace %s: %llu events (%s)\n", document_->path.c_str(), static_cast<unsigned long long>(n),
+              document_->format.c_str());
+  std::printf("window up (first frame)   %.3f s\n", first_frame);
+  std::printf("trace loaded              %.3f s (load %.3f s)\n", loaded, document_->load_seconds);
+  std::printf("first frame with the model %.3f s after start (that frame %.1f ms)\n", first_model_frame,
+              first_full_frame * 1e3);
+  report("zoom", zoom);
+  report("pan", pan);
+  report("cursor", cursor);
+  std::vector<double> all = zoom;
+  all.insert(all.end(), pan.begin(), pan.end());
+  all.insert(all.end(), cursor.begin(), cursor.end());
+  report("all", all);
+  report("(ui)", ui);        // events, panels, draw lists: the CPU side of a frame
+  report("(gl)", render);    // OpenGL rendering until glFinish (Mesa llvmpipe under Xvfb: also CPU)
+  std::printf("draw data: %d vertices, %d indices in the last frame\n", ImGui::GetDrawData()->TotalVtxCount,
+              ImGui::GetDrawData()->TotalIdxCount);
+  std::printf("model footprint %.1f MiB, peak RSS %.1f MiB (%.2fx the model)\n",
+              static_cast<double>(footprint.total()) / (1 << 20), static_cast<double>(PeakRssBytes()) / (1 << 20),
+              static_cast<double>(PeakRssBytes()) / static_cast<double>(std::max<std::uint64_t>(footprint.total(), 1)));
+  return 0;
+}
+
+}  // namespace fragscope::gui

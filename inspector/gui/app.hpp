@@ -1,0 +1,113 @@
+// The inspector window: GLFW + OpenGL 3 + ImGui 1.86. Owns the document, the selection and the
+// panels; lays the panels out (no docking in 1.86); loads traces off the UI thread; keys move the
+// cursor; window layout and recent files persist in the user's config folder. Headless modes
+// render a screenshot to PNG or benchmark frame times.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "document.hpp"
+#include "panels.hpp"
+
+struct GLFWwindow;
+
+namespace fragscope::gui {
+
+struct ViewOptions {
+  std::string trace;                 // open at start (empty: none)
+  std::optional<std::uint64_t> at;   // cursor at start (default: the first OOM, else the last event)
+  std::string panel;                 // only this panel: timeline, map, table, bins, oom, compare
+  int width = 1600, height = 1000;
+  bool persist = true;               // ini file and recent files in the config folder
+  bool visible = true;               // show the window (screenshots under Xvfb keep it visible too)
+  std::vector<std::string> confs;    // compare: two --alloc-conf strings
+};
+
+// Panel names --panel accepts.
+const std::vector<std::string>& PanelNames();
+
+// What the cursor keys do (App::Apply), so that tests can press them without a keyboard.
+enum class CursorAction {
+  kPrevEvent, kNextEvent, kPageBack, kPageForward, kFirst, kLast, kPrevStep, kNextStep, kNextOom, kPrevOom
+};
+
+class App {
+ public:
+  explicit App(ViewOptions options);
+  ~App();
+  App(const App&) = delete;
+  App& operator=(const App&) = delete;
+
+  // Opens the window. False (with a message) when no display can be opened.
+  bool Init(std::string* error);
+  // Starts loading a trace in the background (the current one stays until the new one is ready).
+  void Open(const std::string& path);
+  // Blocks until loading (and the jobs that follow: minimal limit, compare) finished; applies the
+  // result. False when the load failed (load_error() says why).
+  bool WaitLoaded(bool with_jobs);
+  // One frame: events, UI, render. `swap`: present it (interactive), else leave it in the back
+  // buffer for ReadPixels.
+  void Frame(bool swap = true);
+  // The back buffer as RGBA rows, top row first.
+  std::vector<std::uint8_t> ReadPixels(int* width, int* height) const;
+  bool WritePng(const std::string& path, std::string* error) const;
+
+  int RunInteractive();
+  int RunScreenshot(const std::string& png);
+  int RunBench();
+
+  const Document* document() const { return document_.get(); }
+  Selection& selection() { return selection_; }
+  const std::string& load_error() const { return load_error_; }
+  const TimelinePanel& timeline() const { return timeline_; }
+  const MemoryMapPanel& map() const { return map_; }
+  const HistogramPanel& histogram() const { return histogram_; }
+  const OomPanel& oom() const { return oom_panel_; }
+  const LiveTablePanel& table() const { return table_; }
+  ComparePanel& compare() { return compare_; }
+  void SetCursor(std::uint64_t event);
+  // Moves the cursor as the keys do: ←/→, PgUp/PgDn, Home/End, [ ], o, O.
+  void Apply(CursorAction action);
+
+ private:
+  void Poll();            // applies finished jobs
+  void HandleKeys();
+  void DrawUi();
+  void AddRecent(const std::string& path);
+  void LoadSettings();
+  static void OnDrop(GLFWwindow* window, int count, const char** paths);
+
+  ViewOptions options_;
+  GLFWwindow* window_ = nullptr;
+  bool imgui_ready_ = false;
+  std::string config_dir_, ini_path_, recent_path_;
+  std::vector<std::string> recent_;
+
+  std::unique_ptr<Document> document_;
+  Selection selection_;
+  CursorState cursor_state_;
+  std::string load_error_;
+  Job loader_;
+  std::unique_ptr<Document> loaded_;  // written by the loader thread, taken on the UI thread
+  std::string loading_path_;
+  Job min_limit_job_;
+  std::optional<std::uint64_t> min_limit_;
+  std::string min_limit_error_;
+  std::string pending_drop_;
+
+  ToolbarPanel toolbar_;
+  TimelinePanel timeline_;
+  MemoryMapPanel map_;
+  LiveTablePanel table_;
+  HistogramPanel histogram_;
+  OomPanel oom_panel_;
+  ComparePanel compare_;
+  bool show_compare_ = false;
+  double last_ui_ms_ = 0, last_render_ms_ = 0;  // of the last frame, for --bench
+};
+
+}  // namespace fragscope::gui

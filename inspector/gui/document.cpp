@@ -1,0 +1,123 @@
+#include "document.hpp"
+
+#include <chrono>
+
+#include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/errors.hpp"
+#include "trace_input.hpp"
+
+namespace fragscope::gui {
+
+namespace {
+const std::vector<analysis::OomDiagnosis> kNoOoms;
+}  // namespace
+
+const std::vector<analysis::OomDiagnosis>& Document::OomsOf(std::uint32_t device) const {
+  const auto& devices = model->devices();
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i] == device && i < ooms.size()) return ooms[i];
+  }
+  return kNoOoms;
+}
+
+std::unique_ptr<Document> LoadDocument(const std::string& path,
+                                       const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  auto document = std::make_unique<Document>();
+  auto input = cli::TraceInput::Open(path);
+  document->path = path;
+  document->format = input->format();
+  analysis::TimelineOptions options;
+  options.tags = &input->tags();
+  options.source_warnings = &input->warnings();
+  // Reading is the first half of the bar, indexing the second.
+  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+    if (progress && total > 0) progress(total + done, 2 * total);
+  };
+  document->model = analysis::TimelineModel::Build(
+      input->header(),
+      input->Blocks([&](std::uint64_t done, std::uint64_t total) {
+        if (progress && total > 0) progress(done, 2 * total);
+      }),
+      options);
+  std::vector<std::uint64_t> oom_events;
+  bool any_oom = false;
+  AllocConf conf;
+  bool conf_ok = false;
+  try {
+    conf = ParseAllocConf(document->model->header().alloc_conf);
+    conf_ok = true;
+  } catch (const ConfigError&) {
+  }
+  for (std::uint32_t device : document->model->devices()) {
+    auto list = document->model->Ooms(device);
+    if (conf_ok) {
+      const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
+                              conf.backing == BackingKind::kVmm;
+      for (auto& oom : list) AddPolicyAdvice(oom.report, PolicyFacts{conf.gc, conf.expandable, can_expand});
+    }
+    for (const auto& oom : list) oom_events.push_back(oom.event_index);
+    any_oom = any_oom || !list.empty();
+    document->ooms.push_back(std::move(list));
+  }
+  document->cursor_index = analysis::CursorIndex::FromModel(*document->model, oom_events);
+  document->warnings = document->model->warnings();
+  document->load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  (void)any_oom;
+  return document;
+}
+
+const analysis::MemoryState& CursorState::Get(const Document& document, std::uint32_t device,
+                                              std::uint64_t cursor) {
+  if (&document != document_ || device != device_ || cursor != cursor_) {
+    document_ = &document;
+    device_ = device;
+    cursor_ = cursor;
+    state_ = document.model->event_count() == 0 ? analysis::MemoryState{}
+                                                 : document.model->StateAt(device, cursor);
+    ++version_;
+  }
+  return state_;
+}
+
+Job::~Job() { Wait(); }
+
+void Job::Wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Job::Start(std::string label, std::function<void(Job&)> work) {
+  Wait();
+  label_ = std::move(label);
+  {
+    std::lock_guard lock(mutex_);
+    error_.clear();
+  }
+  progress_ = 0;
+  started_ = true;
+  running_ = true;
+  thread_ = std::thread([this, work = std::move(work)] {
+    try {
+      work(*this);
+    } catch (const std::exception& error) {
+      std::lock_guard lock(mutex_);
+      error_ = error.what();
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      error_ = "unknown error";
+    }
+    running_ = false;
+  });
+}
+
+void Job::SetProgress(std::uint64_t done, std::uint64_t total) {
+  if (total > 0) progress_ = static_cast<float>(static_cast<double>(done) / static_cast<double>(total));
+}
+
+std::string Job::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+}  // namespace fragscope::gui

@@ -1,0 +1,96 @@
+// What the panels share: the read-only model of the open trace (Document), the cursor and
+// selection the panels talk through (Selection), the memory state at the cursor (CursorState), and
+// the background jobs that load a trace or replay it (Job), so the UI thread never waits.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fragscope/analysis/timeline.hpp"
+#include "fragscope/analysis/view_model.hpp"
+
+namespace fragscope::gui {
+
+// One loaded trace. Read-only once built; every panel reads it.
+struct Document {
+  std::string path;
+  std::string format;
+  std::unique_ptr<analysis::TimelineModel> model;
+  std::vector<std::vector<analysis::OomDiagnosis>> ooms;  // per device, same order as devices()
+  analysis::CursorIndex cursor_index;
+  std::vector<std::string> warnings;
+  double load_seconds = 0;
+  // Smallest limit at which the trace's own policy runs it (computed after load, for OOM traces).
+  std::optional<std::uint64_t> min_limit;
+  std::string min_limit_error;
+  const std::vector<analysis::OomDiagnosis>& OomsOf(std::uint32_t device) const;
+};
+
+// Reads a trace of any format (by content) into a Document; `progress` gets (done, total).
+// Throws on a bad file (traces::TraceError and friends).
+std::unique_ptr<Document> LoadDocument(const std::string& path,
+                                       const std::function<void(std::uint64_t, std::uint64_t)>& progress);
+
+enum class ColourMode : int { kState = 0, kTag = 1, kAge = 2 };
+
+// The cursor and the selection; panels change it, the app keeps the view consistent.
+struct Selection {
+  std::uint32_t device = 0;
+  std::uint64_t cursor = 0;            // event index
+  analysis::ViewRange view{0, 0};      // timeline range (events or ns, see time_axis); empty: all
+  bool time_axis = false;
+  ColourMode colour = ColourMode::kState;
+  std::optional<std::uint64_t> selected_address;  // a chunk picked on the map or the table
+  bool follow_cursor = false;          // set when the cursor moved by key: the timeline keeps it in view
+};
+
+// The memory state of the selected device at the cursor, computed once per cursor move.
+class CursorState {
+ public:
+  const analysis::MemoryState& Get(const Document& document, std::uint32_t device, std::uint64_t cursor);
+  std::uint64_t version() const { return version_; }  // changes when the state does
+
+ private:
+  analysis::MemoryState state_;
+  const Document* document_ = nullptr;
+  std::uint32_t device_ = 0xffffffffu;
+  std::uint64_t cursor_ = ~std::uint64_t{0};
+  std::uint64_t version_ = 0;
+};
+
+// A piece of work on its own thread with a progress fraction and an error message; the UI polls.
+class Job {
+ public:
+  Job() = default;
+  ~Job();
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  // Runs `work` on a new thread (after the previous one finished). `work` reports progress through
+  // the setter it gets and throws to fail.
+  void Start(std::string label, std::function<void(Job&)> work);
+  bool running() const { return running_.load(); }
+  bool finished() const { return started_ && !running_.load(); }
+  void SetProgress(std::uint64_t done, std::uint64_t total);
+  float progress() const { return progress_.load(); }
+  const std::string& label() const { return label_; }
+  std::string error() const;
+  void Wait();
+
+ private:
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::atomic<float> progress_{0};
+  bool started_ = false;
+  std::string label_;
+  mutable std::mutex mutex_;
+  std::string error_;
+};
+
+}  // namespace fragscope::gui

@@ -1,0 +1,221 @@
+// The address space at the cursor, laid out by analysis::LayoutMemoryMap: one cell per pixel, row
+// after row; every hole keeps at least one free pixel whatever the zoom.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "fragscope/allocator/size.hpp"
+#include "panels.hpp"
+
+namespace fragscope::gui {
+namespace {
+
+ImU32 Hue(std::uint32_t key) {
+  std::uint32_t h = key * 2654435761u;
+  h ^= h >> 15;
+  float r = 0, g = 0, b = 0;
+  ImGui::ColorConvertHSVtoRGB(static_cast<float>(h % 360) / 360.0f, 0.55f, 0.85f, r, g, b);
+  // Keep clear of the free colour (green): shift greens to cyan.
+  return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g * 0.8f, b, 1));
+}
+
+}  // namespace
+
+ImU32 MemoryMapPanel::ColourOf(const Document& document, const Selection& selection,
+                               const analysis::MemoryState& state, const analysis::MapItem& item) const {
+  (void)document;
+  if (item.kind == analysis::MapItemKind::kHole) return colours::kFree;
+  const analysis::LiveChunk& chunk = item.region < state.regions.size()
+                                         ? state.regions[item.region].chunks[item.index]
+                                         : state.outside_regions[item.index];
+  switch (selection.colour) {
+    case ColourMode::kTag:
+      return Hue(chunk.tag);
+    case ColourMode::kAge: {
+      const double age = static_cast<double>(state.event_index - std::min(state.event_index, chunk.alloc_event));
+      const double span = static_cast<double>(state.event_index) + 2;
+      const double f = std::log1p(age) / std::log1p(span);  // 0 young .. 1 old
+      const auto v = static_cast<int>(255 - 170 * f);
+      return IM_COL32(v, static_cast<int>(v * 0.55), 60, 255);
+    }
+    case ColourMode::kState:
+      break;
+  }
+  return colours::kUsed;
+}
+
+void MemoryMapPanel::DrawSelected(const Document& document, Selection& selection,
+                                  const analysis::MemoryState& state, std::uint64_t state_version) {
+  if (!selection.selected_address) {
+    ImGui::TextDisabled("click an allocation to select it");
+    return;
+  }
+  const analysis::LiveChunk* chunk = nullptr;
+  for (const auto& region : state.regions) {
+    for (const auto& c : region.chunks) {
+      if (c.address == *selection.selected_address) chunk = &c;
+    }
+  }
+  for (const auto& c : state.outside_regions) {
+    if (c.address == *selection.selected_address) chunk = &c;
+  }
+  if (chunk == nullptr) {
+    ImGui::TextDisabled("selected 0x%llx: not live at this event", static_cast<unsigned long long>(*selection.selected_address));
+    return;
+  }
+  if (free_version_ != state_version || free_address_ != chunk->address) {
+    // Its free: a bounded look ahead, once per selection and cursor.
+    free_event_ = analysis::FindFreeEvent(*document.model, selection.device, chunk->address, state.event_index,
+                                          kFreeLookahead, &free_searched_to_);
+    free_version_ = state_version;
+    free_address_ = chunk->address;
+  }
+  ImGui::Text("selected 0x%llx, %s (requested %s), %s, allocated at event %llu",
+              static_cast<unsigned long long>(chunk->address), FormatBytes(chunk->size).c_str(),
+              FormatBytes(chunk->requested).c_str(),
+              chunk->tag == traces::kNoTag ? "no tag" : document.model->TagName(chunk->tag).c_str(),
+              static_cast<unsigned long long>(chunk->alloc_event));
+  ImGui::SameLine();
+  if (ImGui::SmallButton("go to alloc")) {
+    selection.cursor = chunk->alloc_event;
+    selection.follow_cursor = true;
+  }
+  ImGui::SameLine();
+  if (free_event_) {
+    ImGui::Text("freed at event %llu", static_cast<unsigned long long>(*free_event_));
+    ImGui::SameLine();
+    if (ImGui::SmallButton("go to free")) {
+      selection.cursor = *free_event_;
+      selection.follow_cursor = true;
+    }
+  } else if (free_searched_to_ >= document.model->event_count()) {
+    ImGui::TextUnformatted("never freed (live at the end of the trace)");
+  } else {
+    ImGui::Text("not freed in the next %llu events", static_cast<unsigned long long>(kFreeLookahead));
+  }
+}
+
+void MemoryMapPanel::Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
+                          std::uint64_t state_version, float height) {
+  std::uint64_t holes = 0;
+  for (const auto& region : state.regions) holes += region.holes.size();
+  ImGui::Text("event %llu: %zu regions, reserved %s, in use %s, LOAD %s, %llu holes (%s free, largest %s)",
+              static_cast<unsigned long long>(state.event_index), state.regions.size(),
+              FormatBytes(state.reserved).c_str(), FormatBytes(state.in_use).c_str(),
+              FormatBytes(state.live_requested).c_str(), static_cast<unsigned long long>(holes),
+              FormatBytes(state.free_in_regions).c_str(), FormatBytes(state.largest_hole).c_str());
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float full = height > 0 ? height : avail.y;
+  const int width = std::max(16, static_cast<int>(avail.x));
+  const float info_h = ImGui::GetFrameHeightWithSpacing();  // the selected chunk's line below
+  const int rows = std::max(1, static_cast<int>(full - info_h) / row_pitch());
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
+  canvas_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0) + width,
+                  static_cast<int>(y0) + rows * row_pitch()};
+  const auto cells = static_cast<std::uint32_t>(width * rows);
+  if (layout_version_ != state_version || layout_cells_ != cells) {
+    layout_ = analysis::LayoutMemoryMap(state, cells);
+    layout_version_ = state_version;
+    layout_cells_ = cells;
+  }
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  // No background under the cells: they cover the rows, and every pixel drawn twice costs a software
+  // renderer (Mesa llvmpipe under Xvfb) a frame's worth of time at this size.
+  std::vector<ImU32> item_colour(layout_.items.size());
+  for (std::size_t i = 0; i < layout_.items.size(); ++i) {
+    item_colour[i] = ColourOf(document, selection, state, layout_.items[i]);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const float ry = y0 + static_cast<float>(r * row_pitch() + kRowGap);
+    int run_start = 0;
+    ImU32 run_colour = 0;
+    bool run_open = false;
+    for (int x = 0; x <= width; ++x) {
+      ImU32 colour = 0;
+      bool has = false;
+      if (x < width) {
+        const analysis::MapCell& cell = layout_.cells[static_cast<std::size_t>(r * width + x)];
+        if (cell.kind != analysis::CellKind::kEmpty) {
+          colour = cell.kind == analysis::CellKind::kFree ? colours::kFree : item_colour[cell.item];
+          has = true;
+        }
+      }
+      if (run_open && (!has || colour != run_colour)) {
+        draw->AddRectFilled(ImVec2(x0 + static_cast<float>(run_start), ry),
+                            ImVec2(x0 + static_cast<float>(x), ry + kRowHeight), run_colour);
+        run_open = false;
+      }
+      if (has && !run_open) {
+        run_open = true;
+        run_start = x;
+        run_colour = colour;
+      }
+    }
+  }
+  // Region starts: a tick in the gap above the row.
+  for (std::uint64_t offset : layout_.region_offsets) {
+    if (layout_.total_bytes == 0) break;
+    const std::uint32_t cell = layout_.CellOf(offset);
+    const int r = static_cast<int>(cell) / width, x = static_cast<int>(cell) % width;
+    const float ry = y0 + static_cast<float>(r * row_pitch());
+    draw->AddRectFilled(ImVec2(x0 + static_cast<float>(x), ry), ImVec2(x0 + static_cast<float>(x) + 1, ry + kRowGap),
+                        IM_COL32(255, 255, 255, 255));
+  }
+  // The selected chunk, outlined on its cells.
+  if (selection.selected_address && layout_.total_bytes > 0) {
+    for (const auto& item : layout_.items) {
+      if (item.kind != analysis::MapItemKind::kChunk || item.address != *selection.selected_address) continue;
+      const std::uint32_t c0 = layout_.CellOf(item.offset), c1 = layout_.CellOf(item.offset + item.size - 1);
+      for (std::uint32_t c = c0; c <= c1; ++c) {
+        const int r = static_cast<int>(c) / width, x = static_cast<int>(c) % width;
+        const float ry = y0 + static_cast<float>(r * row_pitch());
+        draw->AddRectFilled(ImVec2(x0 + static_cast<float>(x), ry + 1),
+                            ImVec2(x0 + static_cast<float>(x) + 1, ry + kRowGap - 1), colours::kSelected);
+      }
+      break;
+    }
+  }
+
+  ImGui::SetCursorScreenPos(ImVec2(x0, y0));
+  ImGui::InvisibleButton("##map", ImVec2(static_cast<float>(width), static_cast<float>(rows * row_pitch())));
+  const bool map_hovered = ImGui::IsItemHovered();
+  DrawSelected(document, selection, state, state_version);
+  if (map_hovered && layout_.total_bytes > 0) {
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const int x = static_cast<int>(mouse.x - x0), r = static_cast<int>(mouse.y - y0) / row_pitch();
+    const std::size_t c = static_cast<std::size_t>(r * width + x);
+    if (x >= 0 && x < width && r >= 0 && r < rows && c < layout_.cells.size() &&
+        layout_.cells[c].item != analysis::MapCell::kNoItem) {
+      const analysis::MapItem& item = layout_.items[layout_.cells[c].item];
+      ImGui::BeginTooltip();
+      if (item.kind == analysis::MapItemKind::kHole) {
+        ImGui::Text("free hole at 0x%llx", static_cast<unsigned long long>(item.address));
+        ImGui::Text("size %s (%llu B)", FormatBytes(item.size).c_str(), static_cast<unsigned long long>(item.size));
+      } else {
+        const analysis::LiveChunk& chunk = item.region < state.regions.size()
+                                               ? state.regions[item.region].chunks[item.index]
+                                               : state.outside_regions[item.index];
+        ImGui::Text("allocation at 0x%llx", static_cast<unsigned long long>(chunk.address));
+        ImGui::Text("size %s, requested %s", FormatBytes(chunk.size).c_str(), FormatBytes(chunk.requested).c_str());
+        ImGui::Text("tag %s", chunk.tag == traces::kNoTag ? "(none)" : document.model->TagName(chunk.tag).c_str());
+        ImGui::Text("allocated at event %llu (%llu events ago), stream %llu",
+                    static_cast<unsigned long long>(chunk.alloc_event),
+                    static_cast<unsigned long long>(state.event_index - std::min(state.event_index, chunk.alloc_event)),
+                    static_cast<unsigned long long>(chunk.stream));
+        if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) selection.selected_address = chunk.address;
+      }
+      if (item.region < state.regions.size()) {
+        const auto& region = state.regions[item.region];
+        ImGui::TextDisabled("region %u at 0x%llx, %s", item.region, static_cast<unsigned long long>(region.address),
+                            FormatBytes(region.size).c_str());
+      } else {
+        ImGui::TextDisabled("outside any recorded region");
+      }
+      ImGui::EndTooltip();
+    }
+  }
+}
+
+}  // namespace fragscope::gui

@@ -1,0 +1,189 @@
+// The inspector's panels. One class per panel, each with a Draw(); state lives in members. They
+// read the shared Document, talk through the Selection, and draw what the analysis library
+// computed (LOD series, map layout, histogram, live rows). Each remembers where it drew its canvas,
+// in framebuffer pixels, so the tests can check pixels against the model.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <imgui.h>
+
+#include "document.hpp"
+
+namespace fragscope::gui {
+
+struct PixelRect {
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // [x0, x1) x [y0, y1); empty when not drawn
+  bool empty() const { return x1 <= x0 || y1 <= y0; }
+};
+
+// Colours (RGBA as ImU32), shared with the tests.
+namespace colours {
+inline constexpr ImU32 kBackground = IM_COL32(24, 24, 28, 255);
+inline constexpr ImU32 kFree = IM_COL32(60, 220, 90, 255);
+inline constexpr ImU32 kUsed = IM_COL32(70, 110, 200, 255);
+inline constexpr ImU32 kReserved = IM_COL32(240, 150, 40, 255);
+inline constexpr ImU32 kInUse = IM_COL32(80, 140, 250, 255);
+inline constexpr ImU32 kLoad = IM_COL32(235, 235, 235, 255);
+inline constexpr ImU32 kOom = IM_COL32(240, 50, 50, 255);
+inline constexpr ImU32 kStep = IM_COL32(120, 120, 130, 255);
+inline constexpr ImU32 kCursor = IM_COL32(255, 230, 0, 255);
+inline constexpr ImU32 kSelected = IM_COL32(255, 255, 255, 255);
+inline constexpr ImU32 kRequest = IM_COL32(240, 50, 50, 255);
+}  // namespace colours
+
+// Memory over time: in use, reserved, LOAD; OOM and step markers; wheel zoom, drag pan, click to
+// seek; a minimap of the whole trace under the plot.
+class TimelinePanel {
+ public:
+  // Draws into the current window (the caller opened it). `height` 0: all that is left.
+  void Draw(const Document& document, Selection& selection, float height = 0);
+  PixelRect plot_rect() const { return plot_rect_; }
+  // Value shown at the top of the plot (the y scale).
+  std::uint64_t y_max() const { return y_max_; }
+  bool show_in_use = true, show_reserved = true, show_load = true;
+
+ private:
+  void Refresh(const Document& document, const Selection& selection, int width);
+  PixelRect plot_rect_;
+  std::uint64_t y_max_ = 1;
+  // LOD cache: valid for (document, device, view, width, axis).
+  const Document* cached_document_ = nullptr;
+  std::uint32_t cached_device_ = 0xffffffffu;
+  double cached_begin_ = -1, cached_end_ = -1;
+  int cached_width_ = -1;
+  bool cached_time_axis_ = false;
+  std::vector<std::uint64_t> min_[3], max_[3];
+  std::vector<std::uint64_t> bounds_;      // time axis: event index per column boundary
+  std::vector<std::uint64_t> overview_;    // minimap: reserved max over the whole trace
+  int overview_width_ = -1;
+  bool overview_time_axis_ = false;
+  std::uint32_t overview_device_ = 0xffffffffu;
+  const Document* overview_document_ = nullptr;
+  bool dragging_ = false;
+  float drag_start_x_ = 0;
+  double drag_view_begin_ = 0;
+};
+
+// The address space at the cursor: regions end to end, chunks coloured by state, tag or age, free
+// holes always visible; hover for details, click to select.
+class MemoryMapPanel {
+ public:
+  void Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
+            std::uint64_t state_version, float height = 0);
+  PixelRect canvas_rect() const { return canvas_rect_; }
+  int row_height() const { return kRowHeight; }
+  int row_pitch() const { return kRowHeight + kRowGap; }
+  const analysis::MapLayout& layout() const { return layout_; }
+  // The free event of the selected chunk, when found (shown with a "go to free" button).
+  std::optional<std::uint64_t> selected_free_event() const { return free_event_; }
+  static constexpr int kRowHeight = 14;
+  static constexpr int kRowGap = 4;
+
+ private:
+  ImU32 ColourOf(const Document& document, const Selection& selection, const analysis::MemoryState& state,
+                 const analysis::MapItem& item) const;
+  void DrawSelected(const Document& document, Selection& selection, const analysis::MemoryState& state,
+                    std::uint64_t state_version);
+  static constexpr std::uint64_t kFreeLookahead = 2000000;
+  PixelRect canvas_rect_;
+  analysis::MapLayout layout_;
+  std::optional<std::uint64_t> free_event_;
+  std::uint64_t free_searched_to_ = 0;
+  std::uint64_t free_version_ = ~std::uint64_t{0};
+  std::uint64_t free_address_ = 0;
+  std::uint64_t layout_version_ = ~std::uint64_t{0};
+  std::uint32_t layout_cells_ = 0;
+};
+
+// The live allocations at the cursor: sortable, filtered by tag, clipped.
+class LiveTablePanel {
+ public:
+  void Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
+            std::uint64_t state_version);
+  std::size_t row_count() const { return rows_.size(); }
+
+ private:
+  std::string filter_;
+  std::string rows_filter_;
+  analysis::LiveSortKey key_ = analysis::LiveSortKey::kSize;
+  bool descending_ = true;
+  std::uint64_t rows_version_ = ~std::uint64_t{0};
+  bool dirty_ = true;
+  std::vector<analysis::LiveRow> rows_;
+};
+
+// Free holes by size class (the allocator's bins) at the cursor.
+class HistogramPanel {
+ public:
+  void Draw(const analysis::MemoryState& state, std::uint64_t state_version);
+  PixelRect canvas_rect() const { return canvas_rect_; }
+  const std::vector<analysis::SizeBucket>& buckets() const { return buckets_; }
+
+ private:
+  PixelRect canvas_rect_;
+  std::vector<analysis::SizeBucket> buckets_;
+  std::uint64_t version_ = ~std::uint64_t{0};
+  bool by_bytes_ = false;
+};
+
+// The OOM at (or next after) the cursor in plain words, the request drawn against the largest
+// holes, the suggestion and the minimal limit.
+class OomPanel {
+ public:
+  void Draw(const Document& document, Selection& selection);
+  PixelRect bars_rect() const { return bars_rect_; }
+  std::size_t shown_oom() const { return shown_; }  // index into the device's OOMs; SIZE_MAX: none
+
+ private:
+  PixelRect bars_rect_;
+  std::size_t shown_ = static_cast<std::size_t>(-1);
+};
+
+// The trace replayed under two configurations, side by side, with the table of `fragscope compare`.
+class ComparePanel {
+ public:
+  ComparePanel();
+  void SetConfs(const std::string& a, const std::string& b);
+  void Draw(const Document& document, Selection& selection);
+  void Start(const Document& document);  // runs both replays in the background
+  bool running() const { return job_.running(); }
+  void Wait() { job_.Wait(); }
+  bool has_result() const { return result_ready_; }
+
+ private:
+  struct Side {
+    std::string conf;
+    analysis::ReplayTimeline run;   // its model moves into `document`
+    Document document;
+    TimelinePanel timeline;
+    MemoryMapPanel map;
+    CursorState state;
+    Selection selection;
+  };
+  std::string conf_text_[2];
+  Side sides_[2];
+  bool result_ready_ = false;
+  std::string error_;
+  Job job_;
+  // Results of the job, moved into sides_ on the UI thread once it finished.
+  analysis::ReplayTimeline pending_[2];
+  bool pending_ready_ = false;
+  const Document* results_of_ = nullptr;  // the document the replays are of
+};
+
+// Top bar: open a trace (path box, recent files), device, colour, axis, cursor position, progress.
+class ToolbarPanel {
+ public:
+  // Returns a path to open, or empty.
+  std::string Draw(const Document* document, Selection& selection, const std::vector<std::string>& recent,
+                   const Job& loader, const std::string& load_error);
+
+ private:
+  std::string path_;
+};
+
+}  // namespace fragscope::gui

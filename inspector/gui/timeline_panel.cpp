@@ -1,0 +1,277 @@
+// Memory over time, drawn from the model's min/max level of detail: one column per pixel at any
+// zoom, so a frame costs the same on a thousand events and on ten million.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "fragscope/allocator/size.hpp"
+#include "panels.hpp"
+
+namespace fragscope::gui {
+namespace {
+
+constexpr float kMinimapHeight = 26;
+constexpr float kAxisHeight = 18;
+
+double AxisTotal(const Document& document, bool time_axis) {
+  const auto& model = *document.model;
+  const std::uint64_t n = model.event_count();
+  if (n == 0) return 1;
+  if (!time_axis) return static_cast<double>(n);
+  const double first = static_cast<double>(model.event(0).time_ns);
+  const double last = static_cast<double>(model.event(n - 1).time_ns);
+  return std::max(1.0, last - first + 1);
+}
+
+double TimeOrigin(const Document& document) {
+  return document.model->event_count() == 0 ? 0 : static_cast<double>(document.model->event(0).time_ns);
+}
+
+// Axis position of an event (index, or ns since the first event).
+double PositionOf(const Document& document, bool time_axis, std::uint64_t event) {
+  if (!time_axis) return static_cast<double>(event);
+  return static_cast<double>(document.model->event(event).time_ns) - TimeOrigin(document);
+}
+
+// The event at an axis position (the last one at or before it).
+std::uint64_t EventAt(const Document& document, bool time_axis, double position) {
+  const std::uint64_t n = document.model->event_count();
+  if (n == 0) return 0;
+  if (!time_axis) return std::min<std::uint64_t>(n - 1, static_cast<std::uint64_t>(std::max(0.0, position)));
+  const std::uint64_t after = analysis::EventAtTime(*document.model, TimeOrigin(document) + position + 1);
+  return after == 0 ? 0 : std::min(after - 1, n - 1);
+}
+
+std::string AxisLabel(bool time_axis, double position) {
+  if (!time_axis) return fmt::format("event {}", static_cast<std::uint64_t>(position));
+  return fmt::format("{:.3f} ms", position / 1e6);
+}
+
+}  // namespace
+
+void TimelinePanel::Refresh(const Document& document, const Selection& selection, int width) {
+  if (cached_document_ == &document && cached_device_ == selection.device && cached_width_ == width &&
+      cached_begin_ == selection.view.begin && cached_end_ == selection.view.end &&
+      cached_time_axis_ == selection.time_axis) {
+    return;
+  }
+  cached_document_ = &document;
+  cached_device_ = selection.device;
+  cached_width_ = width;
+  cached_begin_ = selection.view.begin;
+  cached_end_ = selection.view.end;
+  cached_time_axis_ = selection.time_axis;
+  const auto& model = *document.model;
+  const auto columns = static_cast<std::uint32_t>(std::max(1, width));
+  constexpr analysis::Series kSeries[3] = {analysis::Series::kReserved, analysis::Series::kInUse,
+                                           analysis::Series::kLoad};
+  if (selection.time_axis) {
+    const double origin = TimeOrigin(document);
+    bounds_ = analysis::ColumnsByTime(model, origin + selection.view.begin, origin + selection.view.end, columns);
+    for (int s = 0; s < 3; ++s) analysis::DownsampleRanges(model, selection.device, kSeries[s], bounds_, &min_[s], &max_[s]);
+  } else {
+    const auto begin = static_cast<std::uint64_t>(std::floor(selection.view.begin));
+    const auto end = static_cast<std::uint64_t>(std::ceil(selection.view.end));
+    for (int s = 0; s < 3; ++s) model.Downsample(selection.device, kSeries[s], begin, end, columns, &min_[s], &max_[s]);
+  }
+  const analysis::DeviceMetrics metrics = model.Metrics(selection.device);
+  const std::uint64_t top = std::max({metrics.peak_reserved, metrics.peak_in_use, metrics.peak_load, std::uint64_t{1}});
+  y_max_ = top + top / 10;
+  if (overview_width_ != width || overview_.size() != columns || overview_time_axis_ != selection.time_axis ||
+      overview_device_ != selection.device || overview_document_ != &document) {
+    // The minimap spans the whole axis (events, or time) like the view it outlines.
+    std::vector<std::uint64_t> lo;
+    if (selection.time_axis) {
+      const double origin = TimeOrigin(document);
+      const auto whole = analysis::ColumnsByTime(model, origin, origin + AxisTotal(document, true), columns);
+      analysis::DownsampleRanges(model, selection.device, analysis::Series::kReserved, whole, &lo, &overview_);
+    } else {
+      model.Downsample(selection.device, analysis::Series::kReserved, 0, model.event_count(), columns, &lo, &overview_);
+    }
+    overview_width_ = width;
+    overview_time_axis_ = selection.time_axis;
+    overview_device_ = selection.device;
+    overview_document_ = &document;
+  }
+}
+
+void TimelinePanel::Draw(const Document& document, Selection& selection, float height) {
+  const auto& model = *document.model;
+  ImGui::Checkbox("reserved", &show_reserved);
+  ImGui::SameLine();
+  ImGui::Checkbox("in use", &show_in_use);
+  ImGui::SameLine();
+  ImGui::Checkbox("LOAD", &show_load);
+  ImGui::SameLine();
+  const analysis::DeviceMetrics metrics = model.Metrics(selection.device);
+  ImGui::TextDisabled("peak reserved %s, peak in use %s, peak LOAD %s, overhead %.2f   (wheel: zoom, drag: pan, click: cursor)",
+                      FormatBytes(metrics.peak_reserved).c_str(), FormatBytes(metrics.peak_in_use).c_str(),
+                      FormatBytes(metrics.peak_load).c_str(), metrics.overhead());
+
+  const double total = AxisTotal(document, selection.time_axis);
+  if (!(selection.view.end <= total) || selection.view.span() <= 0 || cached_time_axis_ != selection.time_axis) {
+    if (cached_time_axis_ != selection.time_axis || selection.view.span() <= 0 || selection.view.end > total) {
+      selection.view = {0, total};
+    }
+  }
+  const double min_span = selection.time_axis ? 1000.0 : 10.0;
+  if (selection.follow_cursor && model.event_count() > 0) {
+    const double p = PositionOf(document, selection.time_axis, selection.cursor);
+    if (p < selection.view.begin || p >= selection.view.end) {
+      selection.view.Pan(p - (selection.view.begin + selection.view.end) / 2, total);
+    }
+    selection.follow_cursor = false;
+  }
+
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float full = height > 0 ? height : avail.y;
+  const int width = std::max(16, static_cast<int>(avail.x));
+  const float plot_h = std::max(20.0f, full - kMinimapHeight - kAxisHeight - 6);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
+  plot_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0) + width,
+                static_cast<int>(y0 + plot_h)};
+  Refresh(document, selection, width);
+
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float y1 = y0 + plot_h;
+  draw->AddRectFilled(ImVec2(x0, y0), ImVec2(x0 + static_cast<float>(width), y1), colours::kBackground);
+  auto y_of = [&](std::uint64_t v) {
+    const double f = static_cast<double>(v) / static_cast<double>(y_max_);
+    return static_cast<float>(std::round(static_cast<double>(y1) - f * plot_h));
+  };
+  if (show_in_use) {  // the area under in use, dim, so that LOAD drawn over it stays readable
+    for (int c = 0; c < width && c < static_cast<int>(min_[1].size()); ++c) {
+      const float x = x0 + static_cast<float>(c);
+      draw->AddRectFilled(ImVec2(x, y_of(min_[1][static_cast<std::size_t>(c)])), ImVec2(x + 1, y1),
+                          IM_COL32(40, 62, 110, 255));
+    }
+  }
+  const bool shown[3] = {show_reserved, show_in_use, show_load};
+  const ImU32 series_colour[3] = {colours::kReserved, colours::kInUse, colours::kLoad};
+  for (int s = 0; s < 3; ++s) {
+    if (!shown[s]) continue;
+    float prev_top = 0, prev_bottom = 0;
+    for (int c = 0; c < width && c < static_cast<int>(max_[s].size()); ++c) {
+      float top = y_of(max_[s][static_cast<std::size_t>(c)]);
+      float bottom = y_of(min_[s][static_cast<std::size_t>(c)]) + 1;
+      if (c > 0) {  // join to the previous column
+        if (top > prev_bottom - 1) top = prev_bottom - 1;
+        if (bottom < prev_top + 1) bottom = prev_top + 1;
+      }
+      const float x = x0 + static_cast<float>(c);
+      draw->AddRectFilled(ImVec2(x, std::max(top, y0)), ImVec2(x + 1, std::min(bottom, y1)), series_colour[s]);
+      prev_top = y_of(max_[s][static_cast<std::size_t>(c)]);
+      prev_bottom = y_of(min_[s][static_cast<std::size_t>(c)]) + 1;
+    }
+  }
+  auto x_of = [&](std::uint64_t event) {
+    const double f = selection.view.Fraction(PositionOf(document, selection.time_axis, event));
+    return x0 + static_cast<float>(std::floor(f * width));
+  };
+  auto visible = [&](std::uint64_t event) {
+    const double p = PositionOf(document, selection.time_axis, event);
+    return p >= selection.view.begin && p < selection.view.end;
+  };
+  // Step ticks along the bottom (at most one per pixel), OOM lines with a triangle at the top.
+  {
+    const auto& steps = document.cursor_index.steps();
+    float last_x = -1;
+    for (std::uint64_t event : steps) {
+      if (!visible(event)) continue;
+      const float x = x_of(event);
+      if (x == last_x) continue;
+      last_x = x;
+      draw->AddRectFilled(ImVec2(x, y1 - 6), ImVec2(x + 1, y1), colours::kStep);
+    }
+    for (std::uint64_t event : document.cursor_index.ooms()) {
+      if (!visible(event)) continue;
+      const float x = x_of(event);
+      draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y1), colours::kOom);
+      draw->AddTriangleFilled(ImVec2(x - 4, y0), ImVec2(x + 5, y0), ImVec2(x + 0.5f, y0 + 7), colours::kOom);
+    }
+  }
+  if (model.event_count() > 0 && visible(selection.cursor)) {
+    const float x = x_of(selection.cursor);
+    draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y1), colours::kCursor);
+  }
+  draw->AddText(ImVec2(x0 + 4, y0 + 2), IM_COL32(200, 200, 200, 255),
+                FormatBytes(y_max_).c_str());
+
+  // Interaction on the plot.
+  ImGui::SetCursorScreenPos(ImVec2(x0, y0));
+  ImGui::InvisibleButton("##plot", ImVec2(static_cast<float>(width), plot_h));
+  const ImGuiIO& io = ImGui::GetIO();
+  const auto mouse_fraction = [&] {
+    return std::clamp(static_cast<double>(io.MousePos.x - x0) / width, 0.0, 1.0);
+  };
+  if (ImGui::IsItemHovered()) {
+    const double anchor = selection.view.At(mouse_fraction());
+    if (io.MouseWheel != 0) {
+      selection.view.Zoom(anchor, std::pow(0.8, static_cast<double>(io.MouseWheel)), min_span, total);
+    }
+    const std::uint64_t event = EventAt(document, selection.time_axis, anchor);
+    if (model.event_count() > 0 && !dragging_) {
+      ImGui::BeginTooltip();
+      ImGui::Text("%s (event %llu)", AxisLabel(selection.time_axis, anchor).c_str(),
+                  static_cast<unsigned long long>(event));
+      ImGui::Text("reserved %s  in use %s  LOAD %s",
+                  FormatBytes(model.ValueAt(selection.device, analysis::Series::kReserved, event)).c_str(),
+                  FormatBytes(model.ValueAt(selection.device, analysis::Series::kInUse, event)).c_str(),
+                  FormatBytes(model.ValueAt(selection.device, analysis::Series::kLoad, event)).c_str());
+      ImGui::EndTooltip();
+    }
+  }
+  if (ImGui::IsItemActivated()) {
+    dragging_ = false;
+    drag_start_x_ = io.MousePos.x;
+    drag_view_begin_ = selection.view.begin;
+  }
+  if (ImGui::IsItemActive() && std::abs(io.MousePos.x - drag_start_x_) > 3) {
+    dragging_ = true;
+    const double delta = -static_cast<double>(io.MousePos.x - drag_start_x_) / width * selection.view.span();
+    selection.view.Pan(drag_view_begin_ + delta - selection.view.begin, total);
+  }
+  if (ImGui::IsItemDeactivated()) {
+    if (!dragging_ && model.event_count() > 0) {
+      selection.cursor = EventAt(document, selection.time_axis, selection.view.At(mouse_fraction()));
+    }
+    dragging_ = false;
+  }
+
+  // Axis labels.
+  const float axis_y = y1 + 2;
+  draw->AddText(ImVec2(x0, axis_y), IM_COL32(180, 180, 180, 255),
+                AxisLabel(selection.time_axis, selection.view.begin).c_str());
+  const std::string right = AxisLabel(selection.time_axis, selection.view.end);
+  const float right_w = ImGui::CalcTextSize(right.c_str()).x;
+  draw->AddText(ImVec2(x0 + static_cast<float>(width) - right_w, axis_y), IM_COL32(180, 180, 180, 255), right.c_str());
+
+  // Minimap: the whole trace (reserved), the visible range outlined; click or drag to move there.
+  const float m0 = y1 + kAxisHeight + 4;
+  const float m1 = m0 + kMinimapHeight;
+  draw->AddRectFilled(ImVec2(x0, m0), ImVec2(x0 + static_cast<float>(width), m1), IM_COL32(36, 36, 42, 255));
+  for (int c = 0; c < width && c < static_cast<int>(overview_.size()); ++c) {
+    const double f = static_cast<double>(overview_[static_cast<std::size_t>(c)]) / static_cast<double>(y_max_);
+    const float top = m1 - static_cast<float>(f) * (kMinimapHeight - 2);
+    const float x = x0 + static_cast<float>(c);
+    draw->AddRectFilled(ImVec2(x, top), ImVec2(x + 1, m1), IM_COL32(150, 100, 40, 255));
+  }
+  {
+    const float vx0 = x0 + static_cast<float>(selection.view.begin / total * width);
+    const float vx1 = x0 + static_cast<float>(selection.view.end / total * width);
+    draw->AddRect(ImVec2(vx0, m0), ImVec2(std::max(vx0 + 2, vx1), m1), IM_COL32(255, 255, 255, 200));
+  }
+  ImGui::SetCursorScreenPos(ImVec2(x0, m0));
+  ImGui::InvisibleButton("##minimap", ImVec2(static_cast<float>(width), kMinimapHeight));
+  if (ImGui::IsItemActive()) {
+    // The minimap is drawn over events (or time) of the whole trace, proportionally.
+    const double centre = mouse_fraction() * total;
+    selection.view.Pan(centre - (selection.view.begin + selection.view.end) / 2, total);
+  }
+  ImGui::SetCursorScreenPos(ImVec2(x0, m1 + 4));
+  ImGui::Dummy(ImVec2(1, 1));
+}
+
+}  // namespace fragscope::gui

@@ -1,0 +1,78 @@
+// `fragscope view`: the inspector window, or headless a screenshot (--screenshot) or a benchmark
+// (--bench).
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "app.hpp"
+#include "cli_support.hpp"
+#include "commands.hpp"
+
+namespace fragscope::cli {
+namespace {
+
+struct ViewCommandOptions {
+  std::string trace;
+  std::optional<std::uint64_t> at;
+  std::string screenshot;
+  std::string panel;
+  std::string size = "1600x1000";
+  bool bench = false;
+  std::vector<std::string> confs;
+};
+
+int RunView(const ViewCommandOptions& command) {
+  gui::ViewOptions options;
+  options.trace = command.trace;
+  options.at = command.at;
+  options.panel = command.panel;
+  options.confs = command.confs;
+  int w = 0, h = 0;
+  char x = 0;
+  if (std::sscanf(command.size.c_str(), "%d%c%d", &w, &x, &h) != 3 || x != 'x' || w < 200 || h < 200 ||
+      w > 8192 || h > 8192) {
+    throw UsageError(fmt::format("--size: '{}' is not WIDTHxHEIGHT (200 to 8192 each)", command.size));
+  }
+  options.width = w;
+  options.height = h;
+  const bool headless = !command.screenshot.empty() || command.bench;
+  if (headless && command.trace.empty()) throw UsageError("--screenshot and --bench need a TRACE");
+  if (!command.panel.empty() && command.screenshot.empty()) {
+    // Interactive --panel: still only that panel, as asked.
+  }
+  if (command.confs.size() == 1 || command.confs.size() > 2) {
+    throw UsageError("--alloc-conf: give two (the compare view replays under both)");
+  }
+  options.persist = !headless;
+  gui::App app(options);
+  std::string error;
+  if (!app.Init(&error)) {
+    fmt::print(stderr, "error: {}\n", error);
+    return kBadInput;
+  }
+  if (!command.screenshot.empty()) return app.RunScreenshot(command.screenshot);
+  if (command.bench) return app.RunBench();
+  return app.RunInteractive();
+}
+
+}  // namespace
+
+Command AddView(CLI::App& app) {
+  auto options = std::make_shared<ViewCommandOptions>();
+  CLI::App* sub = app.add_subcommand("view", "The inspector: timeline, memory map, live allocations, bins, OOMs, "
+                                             "compare (a window; headless with --screenshot or --bench)");
+  sub->add_option("trace", options->trace, "trace file (any format fragscope reads)");
+  sub->add_option("--at", options->at, "put the cursor at this event (default: the first OOM, else the last event)");
+  sub->add_option("--screenshot", options->screenshot, "render one frame to this PNG and exit (use xvfb-run headless)");
+  sub->add_option("--panel", options->panel, "show only this panel")
+      ->check(CLI::IsMember(gui::PanelNames()));
+  sub->add_option("--size", options->size, "window size WIDTHxHEIGHT (default 1600x1000)");
+  sub->add_flag("--bench", options->bench, "print load time and frame-time percentiles while sweeping zoom and cursor");
+  sub->add_option("--alloc-conf", options->confs, "two configurations for the compare view")->take_all();
+  return {sub, [options] { return RunView(*options); }};
+}
+
+}  // namespace fragscope::cli
