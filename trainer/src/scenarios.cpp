@@ -1,0 +1,111 @@
+#include "fragscope/trainer/scenarios.hpp"
+
+#include <utility>
+
+namespace fragscope::trainer {
+namespace {
+
+std::vector<std::pair<std::string, std::string>> SplitConf(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    const std::size_t eq = item.find('=');
+    if (!item.empty()) pairs.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+    start = end + 1;
+  }
+  return pairs;
+}
+
+}  // namespace
+
+std::string MergeConf(const std::string& base, const std::string& over) {
+  auto pairs = SplitConf(base);
+  for (auto& [key, value] : SplitConf(over)) {
+    bool replaced = false;
+    for (auto& pair : pairs) {
+      if (pair.first == key) {
+        pair.second = value;
+        replaced = true;
+      }
+    }
+    if (!replaced) pairs.emplace_back(key, value);
+  }
+  std::string out;
+  for (const auto& [key, value] : pairs) {
+    if (!out.empty()) out += ',';
+    out += key + "=" + value;
+  }
+  return out;
+}
+
+const std::vector<Scenario>& Scenarios() {
+  static const std::vector<Scenario> scenarios = [] {
+    std::vector<Scenario> list;
+    {
+      Scenario s;
+      s.name = "capacity";
+      s.summary = "the batch doubles every step until the activations alone exceed the 64 MiB limit";
+      s.model = ModelSpec{"tiny", 3, 32, 10};
+      s.batches = {16, 32, 64, 128, 256, 512};
+      s.steps = 6;
+      s.alloc_conf = "limit=64MiB";
+      s.oom_step = 5;
+      s.cause = OomCause::kCapacity;
+      s.fix = "--batch 256 (a smaller batch), or a limit of 128MiB";
+      list.push_back(s);
+    }
+    {
+      Scenario s;
+      s.name = "fragmentation";
+      s.summary = "batch sizes vary step to step with gc off, so the regions reserved for small "
+                  "batches hold free holes too small for a large one";
+      s.model = ModelSpec{"tiny", 3, 32, 10};
+      s.batches = {8, 16, 24, 32, 40, 48, 56, 64, 200};
+      s.steps = 9;
+      s.alloc_conf = "limit=48MiB,growth=on,gc=off";
+      s.oom_step = 8;
+      s.cause = OomCause::kFragmentation;
+      s.fix = "--alloc-conf gc=on (empty regions are released and the request retried)";
+      list.push_back(s);
+    }
+    {
+      Scenario s;
+      s.name = "leak";
+      s.summary = "the input batch of every step is kept in a list, so live memory grows each "
+                  "step until the 32 MiB limit";
+      s.model = ModelSpec{"tiny", 3, 32, 10};
+      s.batches = {64};
+      s.steps = 40;
+      s.alloc_conf = "limit=32MiB";
+      s.keep_inputs = true;
+      s.oom_step = 0;  // filled in below from a run; see docs/scenarios.md
+      s.cause = OomCause::kCapacity;
+      s.diagnosis = "leak";
+      s.fix = "drop the reference (no fix in the configuration: a larger limit only delays the OOM)";
+      list.push_back(s);
+    }
+    return list;
+  }();
+  return scenarios;
+}
+
+const Scenario* FindScenario(std::string_view name) {
+  for (const Scenario& s : Scenarios()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+std::string ApplyScenario(const Scenario& scenario, const std::string& user_conf, TrainOptions* options) {
+  options->model = scenario.model;
+  options->batch_schedule = scenario.batches;
+  options->batch = scenario.batches.front();
+  options->steps = scenario.steps;
+  options->keep_inputs = scenario.keep_inputs;
+  return MergeConf(scenario.alloc_conf, user_conf);
+}
+
+}  // namespace fragscope::trainer
