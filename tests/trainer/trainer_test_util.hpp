@@ -1,0 +1,38 @@
+// Shared helpers of the trainer tests: a host-memory device with the cpu backend.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "fragscope/allocator/memory_system.hpp"
+#include "fragscope/trainer/backend.hpp"
+#include "fragscope/trainer/tensor.hpp"
+
+namespace fragscope::trainer::testing {
+
+struct HostDevice {
+  explicit HostDevice(BackendKind kind = BackendKind::kCpu, const std::string& conf = "backing=host")
+      : system(MemorySystem::Create(ParseAllocConf(conf))), backend(MakeBackend(kind)),
+        dev(system->device(0), *backend, names) {}
+  std::unique_ptr<MemorySystem> system;
+  std::unique_ptr<Backend> backend;
+  TagNames names;
+  Device dev;
+
+  Tensor Random(Shape shape, std::uint64_t seed, float scale = 1.0f, float away_from_zero = 0.0f) {
+    Tensor t = dev.Alloc(shape, "test", "input");
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-scale, scale);
+    for (long i = 0; i < t.count(); ++i) {
+      float v = u(rng);
+      if (away_from_zero > 0 && v > -away_from_zero && v < away_from_zero) v += v < 0 ? -away_from_zero : away_from_zero;
+      t.f()[i] = v;
+    }
+    return t;
+  }
+};
+
+inline std::vector<float> ToVector(const Tensor& t) { return std::vector<float>(t.f(), t.f() + t.count()); }
+
+}  // namespace fragscope::trainer::testing
