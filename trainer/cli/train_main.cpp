@@ -73,6 +73,10 @@ int main(int argc, char** argv) {
   app.add_option("--model", options.model.name, "tiny, tiny-nobn, resnet18, resnet50")
       ->check(CLI::IsMember({"tiny", "tiny-nobn", "resnet18", "resnet50"}));
   app.add_option("--batch", options.batch, "global batch size (split over the devices)")->check(CLI::Range(1, 1 << 20));
+  std::vector<int> schedule;
+  app.add_option("--batch-schedule", schedule, "batch of each step, cycled (e.g. 8,16,200): batch sizes that vary")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--steps", options.steps, "training steps")->check(CLI::Range(0, 1 << 24));
   app.add_option("--image-size", image_size, "square input side (default 32; 224 for ImageNet shapes)")
       ->check(CLI::Range(8, 4096));
@@ -102,6 +106,7 @@ int main(int argc, char** argv) {
     const Scenario* scenario = FindScenario(scenario_name);
     conf = ApplyScenario(*scenario, conf, &options);
   }
+  if (!schedule.empty()) options.batch_schedule = schedule;
   if (image_size != 0) options.model.image_size = image_size;
   options.model.classes = classes != 0 ? classes : (options.model.image_size > 64 ? 1000 : 10);
   const std::string full_conf = WithDefaultBacking(options.backend, conf);

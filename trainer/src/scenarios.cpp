@@ -47,42 +47,45 @@ const std::vector<Scenario>& Scenarios() {
     {
       Scenario s;
       s.name = "capacity";
-      s.summary = "the batch doubles every step until the activations alone exceed the 64 MiB limit";
+      s.summary = "the batch grows step by step until step 4 (batch 1024) needs more than the 128 MiB limit";
       s.model = ModelSpec{"tiny", 3, 32, 10};
-      s.batches = {16, 32, 64, 128, 256, 512};
-      s.steps = 6;
-      s.alloc_conf = "limit=64MiB";
-      s.oom_step = 5;
+      s.batches = {32, 64, 128, 256, 1024};
+      s.steps = 5;
+      s.alloc_conf = "limit=128MiB";
+      s.oom_step = 4;
       s.cause = OomCause::kCapacity;
-      s.fix = "--batch 256 (a smaller batch), or a limit of 128MiB";
+      s.fix = "keep the batch at 256 (or split 1024 into gradient-accumulation steps), or a limit of 512MiB";
       list.push_back(s);
     }
     {
       Scenario s;
       s.name = "fragmentation";
-      s.summary = "batch sizes vary step to step with gc off, so the regions reserved for small "
-                  "batches hold free holes too small for a large one";
+      s.summary = "batch sizes vary step to step (8, 16, ... 64, then 160): the regions grown for "
+                  "small batches hold free holes too small for the large one";
       s.model = ModelSpec{"tiny", 3, 32, 10};
-      s.batches = {8, 16, 24, 32, 40, 48, 56, 64, 200};
+      s.batches = {8, 16, 24, 32, 40, 48, 56, 64, 160};
       s.steps = 9;
-      s.alloc_conf = "limit=48MiB,growth=on,gc=off";
+      s.alloc_conf = "limit=48MiB";
       s.oom_step = 8;
       s.cause = OomCause::kFragmentation;
-      s.fix = "--alloc-conf gc=on (empty regions are released and the request retried)";
+      // gc=on (the default) cannot help: every region holds a weight or a momentum buffer.
+      s.fix = "--alloc-conf expandable=on (one region that grows in place strands no memory)";
       list.push_back(s);
     }
     {
       Scenario s;
       s.name = "leak";
       s.summary = "the input batch of every step is kept in a list, so live memory grows each "
-                  "step until the 32 MiB limit";
+                  "step until the 32 MiB limit runs out at step 11";
       s.model = ModelSpec{"tiny", 3, 32, 10};
       s.batches = {64};
       s.steps = 40;
-      s.alloc_conf = "limit=32MiB";
+      s.alloc_conf = "limit=32MiB,expandable=on";
       s.keep_inputs = true;
-      s.oom_step = 0;  // filled in below from a run; see docs/scenarios.md
-      s.cause = OomCause::kCapacity;
+      s.oom_step = 11;
+      // The allocator sees the kept inputs as pins between free holes; the loop sees live memory
+      // growing at every step and says leak.
+      s.cause = OomCause::kFragmentation;
       s.diagnosis = "leak";
       s.fix = "drop the reference (no fix in the configuration: a larger limit only delays the OOM)";
       list.push_back(s);

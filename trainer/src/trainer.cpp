@@ -103,16 +103,19 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
     spec.channels = data->channels();
     spec.image_size = data->image_size();
     spec.classes = data->classes();
-  } else {
-    data = MakeSyntheticData(spec.channels, spec.image_size, spec.classes, options.seed);
   }
   auto backend = MakeBackend(options.backend);
+  if (!data && backend->computes()) {
+    data = MakeSyntheticData(spec.channels, spec.image_size, spec.classes, options.seed);
+  }
   auto system = MemorySystem::Create(options.alloc_conf);
   const auto devices = static_cast<int>(system->device_count());
 
   TrainResult result;
   result.allocator = system->Describe();
-  result.data = backend->computes() ? data->Describe() : data->Describe() + " (not generated on sim)";
+  result.data = data ? data->Describe()
+                     : fmt::format("none on sim ({}x{}x{} inputs, {} classes)", spec.channels,
+                                   spec.image_size, spec.image_size, spec.classes);
   std::unique_ptr<traces::TraceWriter> writer;
   if (!options.trace_path.empty()) {
     traces::TraceHeader header = system->MakeTraceHeader("fragscope-train 0.1.0");

@@ -23,7 +23,7 @@ struct TrainOptions {
   int batch = 32;                  // global batch (split over devices)
   std::vector<int> batch_schedule; // when set, step i uses batch_schedule[i % size] instead
   int steps = 10;
-  double lr = 0.05, momentum = 0.9, weight_decay = 5e-4;
+  double lr = 0.005, momentum = 0.9, weight_decay = 5e-4;
   std::uint64_t seed = 1;
   AllocConf alloc_conf;            // its backing must suit the backend (see CheckBacking)
   std::string trace_path;          // empty: no trace
