@@ -36,3 +36,46 @@ struct HostDevice {
 inline std::vector<float> ToVector(const Tensor& t) { return std::vector<float>(t.f(), t.f() + t.count()); }
 
 }  // namespace fragscope::trainer::testing
+
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "fragscope/traces/trace_reader.hpp"
+
+namespace fragscope::trainer::testing {
+
+// A path in the temporary folder unique to this test and process.
+inline std::string TempPath(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return (std::filesystem::temp_directory_path() /
+          (std::string("fragscope-trainer-") + info->test_suite_name() + "-" + info->name() + "-" +
+           std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+// One alloc or free of a trace, by its meaning: what an allocation schedule is.
+struct ScheduleEntry {
+  traces::EventType type;
+  std::uint64_t size;
+  std::string tag;
+  bool operator==(const ScheduleEntry&) const = default;
+};
+
+inline std::vector<ScheduleEntry> Schedule(const traces::Trace& trace) {
+  std::vector<ScheduleEntry> out;
+  std::unordered_map<std::uint64_t, std::string> tag_of;  // alloc_id -> tag
+  for (const traces::Event& e : trace.events) {
+    if (e.type == traces::EventType::kAlloc) {
+      tag_of[e.alloc_id] = trace.TagName(e.tag);
+      out.push_back({e.type, e.size, trace.TagName(e.tag)});
+    } else if (e.type == traces::EventType::kFree) {
+      out.push_back({e.type, e.size, tag_of[e.alloc_id]});
+    }
+  }
+  return out;
+}
+
+}  // namespace fragscope::trainer::testing
