@@ -50,10 +50,10 @@ namespace fragscope::trainer::testing {
 // A path in the temporary folder unique to this test and process.
 inline std::string TempPath(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return (std::filesystem::temp_directory_path() /
-          (std::string("fragscope-trainer-") + info->test_suite_name() + "-" + info->name() + "-" +
-           std::to_string(::getpid()) + "-" + name))
-      .string();
+  std::string file = std::string("fragscope-trainer-") + info->test_suite_name() + "-" + info->name() +
+                     "-" + std::to_string(::getpid()) + "-" + name;
+  for (char& c : file) c = c == '/' ? '_' : c;  // parameterized tests: "All/Suite.Test/param"
+  return (std::filesystem::temp_directory_path() / file).string();
 }
 
 // One alloc or free of a trace, by its meaning: what an allocation schedule is.
