@@ -93,7 +93,11 @@ int main(int argc, char** argv) {
   app.add_option("--scenario", scenario_name, "run an OOM scenario: capacity, fragmentation, leak")
       ->check(CLI::IsMember({"capacity", "fragmentation", "leak"}));
   app.add_flag("--json", json, "print one JSON document on stdout at the end");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; every usage error is 2
+  }
   spdlog::set_default_logger(spdlog::stderr_color_mt("fragscope"));
   spdlog::set_level(spdlog::level::warn);
 
