@@ -22,7 +22,7 @@ struct TrainOptions {
   ModelSpec model;
   int batch = 32;                  // global batch (split over devices)
   std::vector<int> batch_schedule; // when set, step i uses batch_schedule[i % size] instead
-  int steps = 10;
+  int steps = 40;
   double lr = 0.005, momentum = 0.9, weight_decay = 5e-4;
   std::uint64_t seed = 1;
   AllocConf alloc_conf;            // its backing must suit the backend (see CheckBacking)
