@@ -23,6 +23,7 @@ TEST_P(ScenarioTest, OomsAtItsStepWithItsCause) {
   const TrainResult r = Train(options);
   ASSERT_TRUE(r.oom.has_value()) << name;
   EXPECT_EQ(r.oom_context.step, scenario->oom_step);
+  EXPECT_EQ(r.oom_context.phase, scenario->oom_phase);
   EXPECT_EQ(r.oom->cause(), scenario->cause) << r.oom->Summary();
   EXPECT_EQ(r.oom_context.diagnosis, scenario->diagnosis) << r.oom_context.diagnosis_text;
   EXPECT_EQ(r.steps.size(), static_cast<std::size_t>(scenario->oom_step));

@@ -53,6 +53,7 @@ const std::vector<Scenario>& Scenarios() {
       s.steps = 5;
       s.alloc_conf = "limit=128MiB";
       s.oom_step = 4;
+      s.oom_phase = "forward";
       s.cause = OomCause::kCapacity;
       s.fix = "keep the batch at 256 (or split 1024 into gradient-accumulation steps), or a limit of 512MiB";
       list.push_back(s);
@@ -67,6 +68,7 @@ const std::vector<Scenario>& Scenarios() {
       s.steps = 9;
       s.alloc_conf = "limit=48MiB";
       s.oom_step = 8;
+      s.oom_phase = "forward";
       s.cause = OomCause::kFragmentation;
       // gc=on (the default) cannot help: every region holds a weight or a momentum buffer.
       s.fix = "--alloc-conf expandable=on (one region that grows in place strands no memory)";
@@ -83,6 +85,7 @@ const std::vector<Scenario>& Scenarios() {
       s.alloc_conf = "limit=32MiB,expandable=on";
       s.keep_inputs = true;
       s.oom_step = 11;
+      s.oom_phase = "backward";
       // The allocator sees the kept inputs as pins between free holes; the loop sees live memory
       // growing at every step and says leak.
       s.cause = OomCause::kFragmentation;

@@ -248,6 +248,8 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
       for (auto& dev : devs) dev.Mark(fmt::format("oom at step {} ({})", ctx.step, ctx.phase));
     }
   }  // every tensor is freed here, so the trace ends with nothing live
+  // An OOM must leave the allocators intact (a broken invariant is a fragscope bug: it throws).
+  for (std::size_t d = 0; d < system->device_count(); ++d) system->device(d).CheckInvariants();
   if (writer) {
     system->SetSink(nullptr);
     writer->Close();

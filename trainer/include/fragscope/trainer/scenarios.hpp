@@ -20,6 +20,7 @@ struct Scenario {
   std::string alloc_conf;      // without backing: the trainer adds the backend's
   bool keep_inputs = false;
   int oom_step = 0;            // where it runs out of memory
+  std::string oom_phase;       // forward, backward, optimizer
   OomCause cause = OomCause::kCapacity;
   std::string diagnosis;       // the loop's diagnosis beyond the cause ("leak" or "")
   std::string fix;             // an --alloc-conf (or a change) that makes it fit
