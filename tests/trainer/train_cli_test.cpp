@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fragscope/allocator/backing.hpp"
 #include "trainer_test_util.hpp"
 
 namespace fragscope::trainer {
@@ -58,6 +59,16 @@ TEST(TrainCli, BadUsageExits2WithTheReason) {
   const Result data = RunTrain("--data /nonexistent/data_batch_1.bin --steps 1");
   EXPECT_EQ(data.code, 2);
   EXPECT_NE(data.out.find("/nonexistent/data_batch_1.bin"), std::string::npos) << data.out;
+}
+
+TEST(TrainCli, CudaBackendWithoutGpuExits2WithTheReason) {
+  std::string why;
+  if (CudaDeviceAvailable(&why)) GTEST_SKIP() << "a GPU is present: the cuda backend runs here";
+  const Result r = RunTrain("--backend cuda --steps 1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("error: "), std::string::npos) << r.out;
+  EXPECT_TRUE(r.out.find("needs a GPU") != std::string::npos || r.out.find("not in this build") != std::string::npos)
+      << r.out;
 }
 
 TEST(TrainCli, JsonSummary) {
