@@ -9,19 +9,38 @@ constexpr int kBlockK = 128;
 constexpr int kBlockN = 512;
 
 // C[i, j] += alpha sum_k A(i, k) B[k, j], B rows contiguous: the inner loop runs along j and
-// vectorizes; blocks of k and j keep B in cache.
+// vectorizes; blocks of k and j keep B in cache, and four rows of C share each load of B.
 void GemmRowsOfB(bool trans_a, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float* c, int ldc) {
+  auto at = [&](int i, int kk) {
+    return alpha * (trans_a ? a[static_cast<long>(kk) * lda + i] : a[static_cast<long>(i) * lda + kk]);
+  };
   for (int j0 = 0; j0 < n; j0 += kBlockN) {
     const int j1 = std::min(n, j0 + kBlockN);
     for (int k0 = 0; k0 < k; k0 += kBlockK) {
       const int k1 = std::min(k, k0 + kBlockK);
-      for (int i = 0; i < m; ++i) {
+      int i = 0;
+      for (; i + 4 <= m; i += 4) {
+        float* c0 = c + static_cast<long>(i) * ldc;
+        float* c1 = c0 + ldc;
+        float* c2 = c1 + ldc;
+        float* c3 = c2 + ldc;
+        for (int kk = k0; kk < k1; ++kk) {
+          const float a0 = at(i, kk), a1 = at(i + 1, kk), a2 = at(i + 2, kk), a3 = at(i + 3, kk);
+          const float* brow = b + static_cast<long>(kk) * ldb;
+          for (int j = j0; j < j1; ++j) {
+            const float bv = brow[j];
+            c0[j] += a0 * bv;
+            c1[j] += a1 * bv;
+            c2[j] += a2 * bv;
+            c3[j] += a3 * bv;
+          }
+        }
+      }
+      for (; i < m; ++i) {
         float* crow = c + static_cast<long>(i) * ldc;
         for (int kk = k0; kk < k1; ++kk) {
-          const float av = alpha * (trans_a ? a[static_cast<long>(kk) * lda + i]
-                                            : a[static_cast<long>(i) * lda + kk]);
-          if (av == 0.0f) continue;
+          const float av = at(i, kk);
           const float* brow = b + static_cast<long>(kk) * ldb;
           for (int j = j0; j < j1; ++j) crow[j] += av * brow[j];
         }
