@@ -75,10 +75,10 @@ case "${1:-help}" in
     ;;
   run)
     deps
-    build release fragscope-alloc-demo fragscope
-    log "main job: training-like workload on the default allocator (sim backing, growth, gc)"
+    build release fragscope-train fragscope
+    log "main job: train the tiny model on the cpu backend and the default allocator policy"
     status=0
-    ./build/release/allocator/fragscope-alloc-demo --trace build/release/run.fst "${@:2}" || status=$?
+    ./build/release/trainer/fragscope-train --trace build/release/run.fst "${@:2}" || status=$?
     [ "$status" -le 1 ] || exit "$status"  # 1 is an OOM, which the report explains
     log "report of the trace it wrote (build/release/run.fst)"
     ./build/release/inspector/fragscope report build/release/run.fst || [ $? -eq 1 ]
