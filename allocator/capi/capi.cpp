@@ -108,25 +108,7 @@ fragscope_status CopyOut(const std::string& text, char* buffer, std::size_t capa
   return FRAGSCOPE_OK;
 }
 
-std::string OomJson(const fragscope::OomReport& r) {
-  const auto& n = r.numbers;
-  return nlohmann::json{{"device", r.device},
-                        {"request", n.request},
-                        {"rounded", n.rounded},
-                        {"limit", n.limit},
-                        {"reserved", n.reserved},
-                        {"in_use", n.in_use},
-                        {"live_requested", n.live_requested},
-                        {"free_in_regions", n.free_in_regions},
-                        {"largest_free", n.largest_free},
-                        {"headroom", n.headroom},
-                        {"chunks", n.chunk_count},
-                        {"regions", n.region_count},
-                        {"cause", fragscope::traces::ToString(n.cause)},
-                        {"explanation", r.explanation},
-                        {"suggestion", r.suggestion}}
-      .dump();
-}
+std::string OomJson(const fragscope::OomReport& r) { return fragscope::ToJson(r); }
 
 fragscope_status LastOom(const fragscope_allocator* allocator, int device, char* buffer,
                          std::size_t capacity, std::size_t* needed, bool json) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "fragscope/allocator/size.hpp"
 
@@ -105,6 +106,26 @@ std::string OomReport::Describe() const {
   if (gc_ran) out += fmt::format("  gc ran and released {}\n", FormatBytes(gc_released));
   out += "  suggestion: " + suggestion + "\n";
   return out;
+}
+
+std::string ToJson(const OomReport& r) {
+  const traces::OomRecord& n = r.numbers;
+  return nlohmann::json{{"device", r.device},
+                        {"request", n.request},
+                        {"rounded", n.rounded},
+                        {"limit", n.limit},
+                        {"reserved", n.reserved},
+                        {"in_use", n.in_use},
+                        {"live_requested", n.live_requested},
+                        {"free_in_regions", n.free_in_regions},
+                        {"largest_free", n.largest_free},
+                        {"headroom", n.headroom},
+                        {"chunk_count", n.chunk_count},
+                        {"region_count", n.region_count},
+                        {"cause", traces::ToString(n.cause)},
+                        {"explanation", r.explanation},
+                        {"suggestion", r.suggestion}}
+      .dump();
 }
 
 }  // namespace fragscope

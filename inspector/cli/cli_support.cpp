@@ -79,25 +79,12 @@ std::uint64_t ParseSizeOption(const std::string& option, const std::string& text
 std::string FormatRatio(double value) { return fmt::format("{:.2f}", value); }
 
 nlohmann::json OomJson(const analysis::OomDiagnosis& oom) {
-  const traces::OomRecord& n = oom.report.numbers;
   nlohmann::json holes = nlohmann::json::array();
   for (const auto& hole : oom.nearest_holes) holes.push_back({{"address", hole.address}, {"size", hole.size}});
-  nlohmann::json json = {{"seq", oom.seq},
-                         {"event", oom.event_index},
-                         {"device", oom.report.device},
-                         {"request", n.request},
-                         {"rounded", n.rounded},
-                         {"limit", n.limit},
-                         {"reserved", n.reserved},
-                         {"in_use", n.in_use},
-                         {"live_requested", n.live_requested},
-                         {"free_in_regions", n.free_in_regions},
-                         {"largest_free", n.largest_free},
-                         {"headroom", n.headroom},
-                         {"cause", traces::ToString(n.cause)},
-                         {"explanation", oom.report.explanation},
-                         {"suggestion", oom.report.suggestion},
-                         {"nearest_holes", holes}};
+  nlohmann::json json = nlohmann::json::parse(ToJson(oom.report));
+  json["seq"] = oom.seq;
+  json["event"] = oom.event_index;
+  json["nearest_holes"] = std::move(holes);
   json["min_limit"] = oom.min_limit ? nlohmann::json(*oom.min_limit) : nlohmann::json(nullptr);
   return json;
 }

@@ -29,27 +29,13 @@ using namespace fragscope::trainer;
 nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json OomJson(const OomReport& r, const OomContext& ctx) {
-  const auto& n = r.numbers;
-  return {{"device", r.device},
-          {"request", n.request},
-          {"rounded", n.rounded},
-          {"limit", n.limit},
-          {"reserved", n.reserved},
-          {"in_use", n.in_use},
-          {"live_requested", n.live_requested},
-          {"free_in_regions", n.free_in_regions},
-          {"largest_free", n.largest_free},
-          {"headroom", n.headroom},
-          {"chunk_count", n.chunk_count},
-          {"region_count", n.region_count},
-          {"cause", traces::ToString(n.cause)},
-          {"explanation", r.explanation},
-          {"suggestion", r.suggestion},
-          {"step", ctx.step},
-          {"phase", ctx.phase},
-          {"tag", ctx.tag},
-          {"diagnosis", ctx.diagnosis.empty() ? nlohmann::json(nullptr) : nlohmann::json(ctx.diagnosis)},
-          {"diagnosis_text", ctx.diagnosis_text}};
+  nlohmann::json json = nlohmann::json::parse(ToJson(r));  // the one shape of an OomReport
+  json["step"] = ctx.step;
+  json["phase"] = ctx.phase;
+  json["tag"] = ctx.tag;
+  json["diagnosis"] = ctx.diagnosis.empty() ? nlohmann::json(nullptr) : nlohmann::json(ctx.diagnosis);
+  json["diagnosis_text"] = ctx.diagnosis_text;
+  return json;
 }
 
 std::string ScenarioList() {

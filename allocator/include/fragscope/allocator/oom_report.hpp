@@ -46,6 +46,12 @@ struct PolicyFacts {
 // allocator and by trace analysis, so a recorded OOM gets the same advice as a live one.
 void AddPolicyAdvice(OomReport& report, const PolicyFacts& facts);
 
+// The report as one JSON object, the one shape every program prints (fragscope --json,
+// fragscope-train --json, the C ABI): device, request, rounded, limit, reserved, in_use,
+// live_requested, free_in_regions, largest_free, headroom, chunk_count, region_count, cause,
+// explanation, suggestion. Callers add their own context keys to it.
+std::string ToJson(const OomReport& report);
+
 // The cause alone: traces::ClassifyOom, the one definition (event.hpp).
 using traces::ClassifyOom;
 
