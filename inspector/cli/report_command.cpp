@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/leak.hpp"
 #include "fragscope/analysis/metrics.hpp"
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/timeline.hpp"
@@ -67,16 +68,25 @@ nlohmann::json SourceSettings(const traces::TraceHeader& header) {
 int RunReport(const ReportOptions& options) {
   auto input = TraceInput::Open(options.trace);
   std::unique_ptr<analysis::TimelineModel> model;
+  analysis::LeakDetector leaks;
   {
     ProgressBar reading("reading", input->bytes_total());
     analysis::TimelineOptions timeline_options;
     timeline_options.tags = &input->tags();
     timeline_options.source_warnings = &input->warnings();
+    // The leak check reads the same blocks as the model, on the way.
+    analysis::BlockSource blocks =
+        input->Blocks([&](std::uint64_t done, std::uint64_t total) { reading.Update(done, total); });
     model = analysis::TimelineModel::Build(
         input->header(),
-        input->Blocks([&](std::uint64_t done, std::uint64_t total) { reading.Update(done, total); }),
+        [&](std::vector<traces::Event>* out) {
+          if (!blocks(out)) return false;
+          for (const traces::Event& e : *out) leaks.Add(e, input->tags());
+          return true;
+        },
         timeline_options);
   }
+  const std::optional<analysis::LeakFinding> leak = leaks.Finish();
   std::vector<std::uint32_t> devices = model->devices();
   if (options.device) {
     if (std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
@@ -143,6 +153,12 @@ int RunReport(const ReportOptions& options) {
                                 {"devices", list},
                                 {"warnings", warnings}};
     if (nlohmann::json settings = SourceSettings(header); !settings.empty()) out["settings"] = std::move(settings);
+    if (leak) {
+      out["leak"] = {{"first_step", leak->first_step}, {"last_step", leak->last_step},
+                     {"live_first", leak->live_first}, {"live_last", leak->live_last},
+                     {"tag", leak->tag}, {"tag_growth", leak->tag_growth},
+                     {"explanation", leak->explanation}};
+    }
     fmt::print("{}\n", out.dump(2));
     return any_oom ? kOom : kOk;
   }
@@ -189,6 +205,7 @@ int RunReport(const ReportOptions& options) {
                FormatBytes(m.peak_load > before->requested ? m.peak_load - before->requested : 0),
                FormatRatio(before->LikeForLikeOverhead(m.peak_reserved, m.peak_load)));
   }
+  if (leak) fmt::print("{}\n", leak->explanation);
   std::vector<analysis::OomDiagnosis> all;
   for (const auto& list : ooms) all.insert(all.end(), list.begin(), list.end());
   fmt::print("{}", DescribeOoms(all));
