@@ -2,6 +2,7 @@
 // on cpu, and leaves a complete, readable trace that ends with the OOM and everything freed.
 #include <gtest/gtest.h>
 
+#include "fragscope/analysis/leak.hpp"
 #include "fragscope/trainer/scenarios.hpp"
 #include "trainer_test_util.hpp"
 
@@ -47,6 +48,14 @@ TEST_P(ScenarioTest, OomsAtItsStepWithItsCause) {
   }
   EXPECT_EQ(ooms, 1u);
   EXPECT_EQ(allocs, frees);
+  // The trace alone tells the leak (fragscope report's LeakDetector), and only for the leak.
+  analysis::LeakDetector leaks;
+  for (const auto& e : trace.events) leaks.Add(e, trace.tags);
+  const auto leak = leaks.Finish();
+  EXPECT_EQ(leak.has_value(), scenario->diagnosis == "leak");
+  if (leak) {
+    EXPECT_EQ(leak->tag, "input/images");
+  }
   EXPECT_EQ(last_marker, "oom at step " + std::to_string(scenario->oom_step) + " (" + r.oom_context.phase + ")");
   std::filesystem::remove(options.trace_path);
 }
