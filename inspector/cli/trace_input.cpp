@@ -53,6 +53,8 @@ class InMemoryInput final : public TraceInput {
   const std::vector<std::string>& warnings() const override { return trace_.warnings; }
   std::uint64_t bytes_total() const override { return trace_.events.size(); }
   std::uint64_t bytes_done() const override { return next_; }
+  const std::vector<std::string>& stacks() const override { return trace_.stacks; }
+  const std::vector<std::uint32_t>& event_stacks() const override { return trace_.event_stacks; }
 
  private:
   traces::Trace trace_;
@@ -60,6 +62,9 @@ class InMemoryInput final : public TraceInput {
 };
 
 }  // namespace
+
+const std::vector<std::string> TraceInput::kNoStacks;
+const std::vector<std::uint32_t> TraceInput::kNoEventStacks;
 
 std::unique_ptr<TraceInput> TraceInput::Open(const std::string& path) {
   std::ifstream file(path, std::ios::binary);

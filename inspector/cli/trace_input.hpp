@@ -26,6 +26,10 @@ class TraceInput {
   virtual const std::vector<std::string>& warnings() const = 0;
   virtual std::uint64_t bytes_total() const = 0;
   virtual std::uint64_t bytes_done() const = 0;
+  // Call stacks where the format has them (PyTorch snapshots): each "file:line:function" per line,
+  // innermost first; per event index, 0 = none, else index + 1 into stacks(). Empty otherwise.
+  virtual const std::vector<std::string>& stacks() const { return kNoStacks; }
+  virtual const std::vector<std::uint32_t>& event_stacks() const { return kNoEventStacks; }
 
   const std::string& path() const { return path_; }
   const std::string& format() const { return format_; }  // "fragscope trace", "JSON Lines"
@@ -34,6 +38,8 @@ class TraceInput {
   analysis::BlockSource Blocks(const analysis::Progress& progress = {});
 
  protected:
+  static const std::vector<std::string> kNoStacks;
+  static const std::vector<std::uint32_t> kNoEventStacks;
   std::string path_;
   std::string format_;
 };

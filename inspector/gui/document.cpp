@@ -20,6 +20,12 @@ const std::vector<analysis::OomDiagnosis>& Document::OomsOf(std::uint32_t device
   return kNoOoms;
 }
 
+const std::string* Document::StackOf(std::uint64_t event_index) const {
+  if (event_index >= event_stacks.size()) return nullptr;
+  const std::uint32_t stack = event_stacks[event_index];
+  return stack == 0 || stack > stacks.size() ? nullptr : &stacks[stack - 1];
+}
+
 std::unique_ptr<Document> LoadDocument(const std::string& path,
                                        const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   const auto start = std::chrono::steady_clock::now();
@@ -40,6 +46,8 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
         if (progress && total > 0) progress(done, 2 * total);
       }),
       options);
+  document->stacks = input->stacks();
+  document->event_stacks = input->event_stacks();
   std::vector<std::uint64_t> oom_events;
   bool any_oom = false;
   AllocConf conf;

@@ -26,6 +26,10 @@ struct Document {
   std::vector<std::vector<analysis::OomDiagnosis>> ooms;  // per device, same order as devices()
   analysis::CursorIndex cursor_index;
   std::vector<std::string> warnings;
+  // Call stacks (PyTorch snapshots): per event index 0 = none, else index + 1 into `stacks`.
+  std::vector<std::string> stacks;
+  std::vector<std::uint32_t> event_stacks;
+  const std::string* StackOf(std::uint64_t event_index) const;
   double load_seconds = 0;
   // Smallest limit at which the trace's own policy runs it (computed after load, for OOM traces).
   std::optional<std::uint64_t> min_limit;

@@ -11,6 +11,8 @@
 namespace fragscope::gui {
 namespace {
 
+constexpr int kStackFrames = 12;  // frames of an allocating stack shown on hover
+
 ImU32 Hue(std::uint32_t key) {
   std::uint32_t h = key * 2654435761u;
   h ^= h >> 15;
@@ -204,6 +206,17 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
                     static_cast<unsigned long long>(chunk.alloc_event),
                     static_cast<unsigned long long>(state.event_index - std::min(state.event_index, chunk.alloc_event)),
                     static_cast<unsigned long long>(chunk.stream));
+        if (const std::string* stack = document.StackOf(chunk.alloc_event)) {
+          // The allocating call stack, innermost first; a deep one is cut to its first frames.
+          ImGui::Separator();
+          std::size_t start = 0;
+          for (int frame = 0; frame < kStackFrames && start < stack->size(); ++frame) {
+            const std::size_t end = std::min(stack->find('\n', start), stack->size());
+            ImGui::TextUnformatted(stack->data() + start, stack->data() + end);
+            start = end + 1;
+          }
+          if (start < stack->size()) ImGui::TextDisabled("...");
+        }
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) selection.selected_address = chunk.address;
       }
       if (item.region < state.regions.size()) {

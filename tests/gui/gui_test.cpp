@@ -438,3 +438,33 @@ TEST(Inspector, LayoutAndRecentFilesPersistInTheConfigFolder) {
 
 }  // namespace
 }  // namespace fragscope::gui
+
+namespace fragscope::gui {
+namespace {
+
+// The hover of an allocation shows its call stack where the trace has one (a PyTorch snapshot):
+// the document keeps each alloc event's stack. No window needed.
+TEST(InspectorDocument, KeepsTheCallStackOfEveryAllocationOfAPytorchSnapshot) {
+  const std::filesystem::path snapshot =
+      std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data" / "torch" / "pt_linear_grad_tiny.pickle";
+  if (!std::filesystem::exists(snapshot)) GTEST_SKIP() << snapshot << " is absent: no PyTorch snapshot";
+  const auto document = LoadDocument(snapshot.string(), {});
+  ASSERT_FALSE(document->stacks.empty());
+  ASSERT_EQ(document->event_stacks.size(), document->model->event_count());
+  std::size_t with_stack = 0;
+  for (std::uint64_t i = 0; i < document->event_stacks.size(); ++i) {
+    if (const std::string* stack = document->StackOf(i)) {
+      ++with_stack;
+      EXPECT_NE(stack->find(".py:"), std::string::npos) << *stack;  // file:line:function frames
+    }
+  }
+  EXPECT_GT(with_stack, 0u);
+  EXPECT_EQ(document->StackOf(document->event_stacks.size()), nullptr);
+  // Our own traces carry no stacks: nothing to show, nothing stored.
+  const auto own = LoadDocument((std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "traces" / "samples" / "synth-small.fst").string(), {});
+  EXPECT_TRUE(own->event_stacks.empty());
+  EXPECT_EQ(own->StackOf(0), nullptr);
+}
+
+}  // namespace
+}  // namespace fragscope::gui
