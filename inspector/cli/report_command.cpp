@@ -13,6 +13,7 @@
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/analysis/leak.hpp"
 #include "fragscope/analysis/metrics.hpp"
+#include "fragscope/analysis/policy_advice.hpp"
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/timeline.hpp"
 #include "trace_input.hpp"
@@ -27,29 +28,13 @@ struct ReportOptions {
   bool min_limit = true;
 };
 
-// The smallest limit at which the trace's own policy would have run it, by replay. Empty when the
-// trace names no configuration fragscope can run.
-std::optional<std::uint64_t> MinLimitOfRecordedPolicy(const std::string& path,
-                                                      const traces::TraceHeader& header) {
-  AllocConf conf;
-  try {
-    conf = ParseAllocConf(header.alloc_conf);
-  } catch (const ConfigError& error) {
-    spdlog::info("{}: no minimal limit: the recorded configuration '{}' is not fragscope's ({})",
-                 path, header.alloc_conf, error.what());
-    return std::nullopt;
-  }
-  if (!conf.virtual_devices.empty()) return std::nullopt;
+// The trace's allocation sequence, read again from the file (the timeline model does not keep it).
+analysis::AllocationSequence SequenceOf(const std::string& path) {
   auto input = TraceInput::Open(path);
   ProgressBar bar("sequence", input->bytes_total());
-  const analysis::AllocationSequence sequence = analysis::BuildAllocationSequence(
+  return analysis::BuildAllocationSequence(
       input->header(), input->Blocks([&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); }),
       &input->tags());
-  analysis::ReplayOptions options;
-  options.conf = conf;
-  const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, options);
-  if (!result.fits_at_all) return std::nullopt;
-  return result.min_limit;
 }
 
 // The source allocator's own settings, where an importer found them (PyTorch's
@@ -104,22 +89,42 @@ int RunReport(const ReportOptions& options) {
     ooms.push_back(model->Ooms(device));
     any_oom |= !ooms.back().empty();
   }
+  std::optional<AllocConf> recorded_conf;
   if (any_oom) {
-    // The advice the recorded policy could take for free, as the live allocator gives it.
     try {
-      const AllocConf conf = ParseAllocConf(model->header().alloc_conf);
-      const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
-                              conf.backing == BackingKind::kVmm;
-      for (auto& list : ooms) {
-        for (auto& oom : list) AddPolicyAdvice(oom.report, PolicyFacts{conf.gc, conf.expandable, can_expand});
-      }
-    } catch (const ConfigError&) {
-      // Not a fragscope configuration (an imported trace): no policy advice.
+      recorded_conf = ParseAllocConf(model->header().alloc_conf);
+    } catch (const ConfigError& error) {
+      // Not a fragscope configuration (an imported trace): no policy advice, no minimal limit.
+      spdlog::info("{}: no policy advice: the recorded configuration '{}' is not fragscope's ({})",
+                   options.trace, model->header().alloc_conf, error.what());
     }
   }
-  if (any_oom && options.min_limit) {
-    if (auto limit = MinLimitOfRecordedPolicy(options.trace, model->header())) {
-      for (auto& list : ooms) for (auto& oom : list) oom.min_limit = limit;
+  if (recorded_conf && !recorded_conf->virtual_devices.empty()) {
+    // Virtual devices share one backing: a per-device replay cannot check the advice; give it as
+    // the live allocator does.
+    const AllocConf& conf = *recorded_conf;
+    const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
+                            conf.backing == BackingKind::kVmm;
+    for (auto& list : ooms) {
+      for (auto& oom : list) AddPolicyAdvice(oom.report, PolicyFacts{conf.gc, conf.expandable, can_expand});
+    }
+  } else if (recorded_conf) {
+    const analysis::AllocationSequence sequence = SequenceOf(options.trace);
+    // The advice the recorded policy could take for free (gc, expandable), checked by replay.
+    const AllocConf& conf = *recorded_conf;
+    const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
+                            conf.backing == BackingKind::kVmm;
+    std::uint64_t recorded_ooms = 0;
+    for (const auto& m : metrics) recorded_ooms += m.ooms;
+    const analysis::CheckedAdvice advice = analysis::CheckPolicyAdvice(sequence, conf, can_expand, recorded_ooms);
+    for (auto& list : ooms) analysis::ApplyCheckedAdvice(list, advice);
+    if (options.min_limit) {
+      analysis::ReplayOptions replay;
+      replay.conf = conf;
+      const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, replay);
+      if (result.fits_at_all) {
+        for (auto& list : ooms) for (auto& oom : list) oom.min_limit = result.min_limit;
+      }
     }
   }
   for (const std::string& warning : model->warnings()) spdlog::warn("{}", warning);

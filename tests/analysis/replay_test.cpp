@@ -17,6 +17,7 @@
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/analysis/allocation_sequence.hpp"
+#include "fragscope/analysis/policy_advice.hpp"
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/synth.hpp"
 #include "support/recording_sink.hpp"
@@ -531,6 +532,64 @@ TEST(ReplaySpeed, OneMillionOps) { MeasureThroughput(1000000); }
 
 // Run by hand: replay_test --gtest_also_run_disabled_tests --gtest_filter='*TenMillion*'
 TEST(ReplaySpeed, DISABLED_TenMillionOps) { MeasureThroughput(10000000); }
+
+// Policy advice is checked by replay: a switch that helps is suggested, one that does not is not.
+TEST(PolicyAdvice, GcThatHelpsIsSuggested) {
+  // Two 4 MiB blocks fill two regions under an 8 MiB limit; both are freed; a 6 MiB request then
+  // needs the empty regions released (gc), which gc=off will not do.
+  std::vector<Event> events = {Alloc(0, 0x100000, 4 * MiB, 1, 0), Alloc(0, 0x600000, 4 * MiB, 2, 1),
+                               Free(0, 0x100000, 1, 2), Free(0, 0x600000, 2, 3),
+                               Alloc(0, 0xb00000, 6 * MiB, 3, 4)};
+  const AllocationSequence sequence = Build({}, events);
+  QuietOoms quiet;
+  const AllocConf conf = ParseAllocConf("backing=sim,limit=8MiB,growth=off,gc=off");
+  ReplayOptions options;
+  options.conf = conf;
+  ReplayResult result = Replay(sequence, options);
+  ASSERT_EQ(result.devices.at(0).ooms.size(), 1u);
+  const CheckedAdvice advice = CheckPolicyAdvice(sequence, conf, true, 1);
+  EXPECT_TRUE(advice.checked_gc);
+  EXPECT_EQ(advice.ooms_with_gc, 0u);
+  EXPECT_FALSE(advice.facts.gc);  // still off: the advice will say "turn gc on"
+  EXPECT_TRUE(advice.note.empty());
+  for (OomDiagnosis& oom : result.devices[0].ooms) oom.report = DiagnoseOom(0, oom.report.numbers, false);
+  ApplyCheckedAdvice(result.devices[0].ooms, advice);
+  EXPECT_EQ(result.devices[0].ooms[0].report.suggestion.rfind("turn gc on (gc=on)", 0), 0u)
+      << result.devices[0].ooms[0].report.suggestion;
+}
+
+TEST(PolicyAdvice, SwitchesThatDoNotHelpAreNotSuggested) {
+  // Four 1 MiB holes between live blocks (see FragmentationOomNamesTheHolesThatAlmostFit): no
+  // region is empty (gc cannot help) and one expandable region strands the same holes.
+  std::vector<Event> events;
+  std::uint64_t seq = 0;
+  for (std::uint64_t i = 0; i < 8; ++i) events.push_back(Alloc(0, 0x100000 * (i + 1), MiB, i + 1, seq++));
+  for (std::uint64_t i = 0; i < 8; i += 2) events.push_back(Free(0, 0x100000 * (i + 1), i + 1, seq++));
+  events.push_back(Alloc(0, 0x900000, MiB + MiB / 2, 9, seq++));
+  const AllocationSequence sequence = Build({}, events);
+  QuietOoms quiet;
+  const AllocConf conf = ParseAllocConf("backing=sim,limit=8MiB,growth=off,gc=off");
+  ReplayOptions options;
+  options.conf = conf;
+  ReplayResult result = Replay(sequence, options);
+  ASSERT_EQ(result.devices.at(0).ooms.size(), 1u);
+  const CheckedAdvice advice = CheckPolicyAdvice(sequence, conf, true, 1);
+  EXPECT_TRUE(advice.checked_gc);
+  EXPECT_TRUE(advice.checked_expandable);
+  EXPECT_EQ(advice.ooms_with_gc, 1u);
+  EXPECT_EQ(advice.ooms_with_expandable, 1u);
+  EXPECT_EQ(advice.note, "checked by replay: on this trace gc=on meets 1 and expandable=on meets 1 OOMs "
+                         "against 1 recorded, so they are not suggested");
+  // As `fragscope report` has it: the recorded numbers diagnosed afresh, then the checked advice
+  // (a replay's own report already carries the live allocator's unchecked advice).
+  for (OomDiagnosis& oom : result.devices[0].ooms) oom.report = DiagnoseOom(0, oom.report.numbers, false);
+  ApplyCheckedAdvice(result.devices[0].ooms, advice);
+  const std::string& suggestion = result.devices[0].ooms[0].report.suggestion;
+  EXPECT_EQ(suggestion.find("gc=on:"), std::string::npos) << suggestion;
+  EXPECT_EQ(suggestion.rfind("raise the limit", 0), 0u) << suggestion;
+  // A backing that cannot grow in place is never offered expandable=on, checked or not.
+  EXPECT_FALSE(CheckPolicyAdvice(sequence, conf, false, 1).checked_expandable);
+}
 
 }  // namespace
 }  // namespace fragscope::analysis
