@@ -344,15 +344,19 @@ TEST(Replay, StopsAtTheFirstOomWithADiagnosis) {
   EXPECT_EQ(replayed.back().type, EventType::kOom);
 }
 
-TEST(Replay, FragmentationOomNamesTheHolesThatAlmostFit) {
-  // Eight 1 MiB blocks fill four 2 MiB regions; every other one is freed: 4 MiB free in four
-  // separate 1 MiB holes, and a 1.5 MiB request fits none of them.
+// Eight 1 MiB blocks fill four 2 MiB regions; every other one is freed: 4 MiB free in four
+// separate 1 MiB holes; then a 1.5 MiB request, which fits none of them.
+std::vector<Event> FourMebibyteHolesThenOneAndAHalf() {
   std::vector<Event> events;
   std::uint64_t seq = 0;
   for (std::uint64_t i = 0; i < 8; ++i) events.push_back(Alloc(0, 0x100000 * (i + 1), MiB, i + 1, seq++));
   for (std::uint64_t i = 0; i < 8; i += 2) events.push_back(Free(0, 0x100000 * (i + 1), i + 1, seq++));
   events.push_back(Alloc(0, 0x900000, MiB + MiB / 2, 9, seq++));
-  const AllocationSequence sequence = Build({}, events);
+  return events;
+}
+
+TEST(Replay, FragmentationOomNamesTheHolesThatAlmostFit) {
+  const AllocationSequence sequence = Build({}, FourMebibyteHolesThenOneAndAHalf());
   QuietOoms quiet;
   const ReplayResult result = Replay(sequence, Options("limit=8MiB,growth=off,gc=off"));
   ASSERT_TRUE(result.stopped_at_oom);
@@ -561,12 +565,7 @@ TEST(PolicyAdvice, GcThatHelpsIsSuggested) {
 TEST(PolicyAdvice, SwitchesThatDoNotHelpAreNotSuggested) {
   // Four 1 MiB holes between live blocks (see FragmentationOomNamesTheHolesThatAlmostFit): no
   // region is empty (gc cannot help) and one expandable region strands the same holes.
-  std::vector<Event> events;
-  std::uint64_t seq = 0;
-  for (std::uint64_t i = 0; i < 8; ++i) events.push_back(Alloc(0, 0x100000 * (i + 1), MiB, i + 1, seq++));
-  for (std::uint64_t i = 0; i < 8; i += 2) events.push_back(Free(0, 0x100000 * (i + 1), i + 1, seq++));
-  events.push_back(Alloc(0, 0x900000, MiB + MiB / 2, 9, seq++));
-  const AllocationSequence sequence = Build({}, events);
+  const AllocationSequence sequence = Build({}, FourMebibyteHolesThenOneAndAHalf());
   QuietOoms quiet;
   const AllocConf conf = ParseAllocConf("backing=sim,limit=8MiB,growth=off,gc=off");
   ReplayOptions options;
