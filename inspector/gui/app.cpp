@@ -186,13 +186,17 @@ void App::Poll() {
       AddRecent(document_->path);
       min_limit_.reset();
       min_limit_error_.clear();
+      checked_advice_.reset();
+      advice_applied_ = false;
       bool any_oom = false;
       for (const auto& list : document_->ooms) any_oom = any_oom || !list.empty();
       if (any_oom) {
         // What limit the recorded policy needs for the whole trace, by replay, in the background.
         const std::string path = document_->path;
         const std::string conf_text = document_->model->header().alloc_conf;
-        min_limit_job_.Start("minimal limit", [this, path, conf_text](Job&) {
+        std::uint64_t recorded_ooms = 0;
+        for (std::uint32_t device : document_->model->devices()) recorded_ooms += document_->model->Metrics(device).ooms;
+        min_limit_job_.Start("minimal limit", [this, path, conf_text, recorded_ooms](Job&) {
           AllocConf conf;
           try {
             conf = ParseAllocConf(conf_text);
@@ -207,6 +211,10 @@ void App::Poll() {
           auto input = cli::TraceInput::Open(path);
           const analysis::AllocationSequence sequence =
               analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
+          // The allocator's free advice (gc, expandable), checked by replaying the trace with it.
+          const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
+                                  conf.backing == BackingKind::kVmm;
+          checked_advice_ = analysis::CheckPolicyAdvice(sequence, conf, can_expand, recorded_ooms);
           analysis::ReplayOptions replay;
           replay.conf = conf;
           const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, replay);
@@ -221,6 +229,10 @@ void App::Poll() {
       load_error_ = loader_.error();
     }
     loading_path_.clear();
+  }
+  if (document_ != nullptr && min_limit_job_.finished() && checked_advice_ && !advice_applied_) {
+    for (auto& list : document_->ooms) analysis::ApplyCheckedAdvice(list, *checked_advice_);
+    advice_applied_ = true;
   }
   if (document_ != nullptr && min_limit_job_.finished() && !document_->min_limit &&
       document_->min_limit_error.empty()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "document.hpp"
+#include "fragscope/analysis/policy_advice.hpp"
 #include "panels.hpp"
 
 struct GLFWwindow;
@@ -97,6 +98,8 @@ class App {
   Job min_limit_job_;
   std::optional<std::uint64_t> min_limit_;
   std::string min_limit_error_;
+  std::optional<analysis::CheckedAdvice> checked_advice_;  // from the same job, applied once
+  bool advice_applied_ = false;
   std::string pending_drop_;
 
   ToolbarPanel toolbar_;

@@ -59,7 +59,10 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
   }
   for (std::uint32_t device : document->model->devices()) {
     auto list = document->model->Ooms(device);
-    if (conf_ok) {
+    // The policy advice (gc, expandable) is added once a replay has checked it (App's background
+    // job, analysis::CheckPolicyAdvice); with virtual devices, which a replay cannot check, as the
+    // live allocator gives it.
+    if (conf_ok && !conf.virtual_devices.empty()) {
       const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
                               conf.backing == BackingKind::kVmm;
       for (auto& oom : list) AddPolicyAdvice(oom.report, PolicyFacts{conf.gc, conf.expandable, can_expand});
