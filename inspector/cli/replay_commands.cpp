@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/policy_advice.hpp"
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/timeline.hpp"
 #include "fragscope/traces/trace_writer.hpp"
@@ -77,6 +78,23 @@ int RunReplay(const ReplayCommandOptions& command) {
         for (auto& oom : device.ooms) oom.min_limit = fit.min_limit;
       }
     }
+  }
+  if (any_oom && options.conf.virtual_devices.empty()) {
+    // The allocator's free advice (gc, expandable), checked against the whole trace by replay.
+    std::uint64_t ooms_here = 0;
+    if (result.stopped_at_oom) {
+      analysis::ReplayOptions all = MakeOptions(command, command.conf);
+      all.continue_past_oom = true;
+      all.max_diagnoses = 0;
+      for (const auto& device : analysis::Replay(sequence, all).devices) ooms_here += device.metrics.ooms;
+    } else {
+      for (const auto& device : result.devices) ooms_here += device.metrics.ooms;
+    }
+    const AllocConf& conf = options.conf;
+    const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
+                            conf.backing == BackingKind::kVmm;
+    const analysis::CheckedAdvice advice = analysis::CheckPolicyAdvice(sequence, conf, can_expand, ooms_here);
+    for (auto& device : result.devices) analysis::ReplaceWithCheckedAdvice(device.ooms, advice);
   }
   if (command.json) {
     nlohmann::json devices = nlohmann::json::array();

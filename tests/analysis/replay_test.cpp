@@ -556,8 +556,7 @@ TEST(PolicyAdvice, GcThatHelpsIsSuggested) {
   EXPECT_EQ(advice.ooms_with_gc, 0u);
   EXPECT_FALSE(advice.facts.gc);  // still off: the advice will say "turn gc on"
   EXPECT_TRUE(advice.note.empty());
-  for (OomDiagnosis& oom : result.devices[0].ooms) oom.report = DiagnoseOom(0, oom.report.numbers, false);
-  ApplyCheckedAdvice(result.devices[0].ooms, advice);
+  ReplaceWithCheckedAdvice(result.devices[0].ooms, advice);
   EXPECT_EQ(result.devices[0].ooms[0].report.suggestion.rfind("turn gc on (gc=on)", 0), 0u)
       << result.devices[0].ooms[0].report.suggestion;
 }
@@ -577,12 +576,10 @@ TEST(PolicyAdvice, SwitchesThatDoNotHelpAreNotSuggested) {
   EXPECT_TRUE(advice.checked_expandable);
   EXPECT_EQ(advice.ooms_with_gc, 1u);
   EXPECT_EQ(advice.ooms_with_expandable, 1u);
-  EXPECT_EQ(advice.note, "checked by replay: on this trace gc=on meets 1 and expandable=on meets 1 OOMs "
-                         "against 1 recorded, so they are not suggested");
-  // As `fragscope report` has it: the recorded numbers diagnosed afresh, then the checked advice
-  // (a replay's own report already carries the live allocator's unchecked advice).
-  for (OomDiagnosis& oom : result.devices[0].ooms) oom.report = DiagnoseOom(0, oom.report.numbers, false);
-  ApplyCheckedAdvice(result.devices[0].ooms, advice);
+  EXPECT_EQ(advice.note, "checked by replay: on this trace gc=on meets 1 and expandable=on meets 1 OOMs, 1 "
+                         "without them, so they are not suggested");
+  // A replay's own report carries the live allocator's unchecked advice: replaced.
+  ReplaceWithCheckedAdvice(result.devices[0].ooms, advice);
   const std::string& suggestion = result.devices[0].ooms[0].report.suggestion;
   EXPECT_EQ(suggestion.find("gc=on:"), std::string::npos) << suggestion;
   EXPECT_EQ(suggestion.rfind("raise the limit", 0), 0u) << suggestion;

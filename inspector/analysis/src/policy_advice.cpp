@@ -56,10 +56,10 @@ CheckedAdvice CheckPolicyAdvice(const AllocationSequence& sequence, const AllocC
     }
   }
   if (!dropped.empty()) {
-    advice.note = fmt::format("checked by replay: on this trace {} OOMs against {} recorded, so {} "
-                              "not suggested",
-                              fmt::join(dropped, " and "), ooms_as_recorded,
-                              dropped.size() == 1 ? "it is" : "they are");
+    const bool one = dropped.size() == 1;
+    advice.note = fmt::format("checked by replay: on this trace {} OOMs, {} without {}, so {} not suggested",
+                              fmt::join(dropped, " and "), ooms_as_recorded, one ? "it" : "them",
+                              one ? "it is" : "they are");
   }
   return advice;
 }
@@ -71,6 +71,15 @@ void ApplyCheckedAdvice(std::vector<OomDiagnosis>& ooms, const CheckedAdvice& ad
       oom.report.suggestion += "; " + advice.note;
     }
   }
+}
+
+void ReplaceWithCheckedAdvice(std::vector<OomDiagnosis>& ooms, const CheckedAdvice& advice) {
+  for (OomDiagnosis& oom : ooms) {
+    const traces::OomRecord& n = oom.report.numbers;
+    oom.report.suggestion =
+        DiagnoseOom(oom.report.device, n, n.cause == traces::OomCause::kBacking).suggestion;
+  }
+  ApplyCheckedAdvice(ooms, advice);
 }
 
 }  // namespace fragscope::analysis

@@ -30,5 +30,8 @@ CheckedAdvice CheckPolicyAdvice(const AllocationSequence& sequence, const AllocC
 // AddPolicyAdvice with checked facts, and the note appended to the suggestion where a switch was
 // dropped.
 void ApplyCheckedAdvice(std::vector<OomDiagnosis>& ooms, const CheckedAdvice& advice);
+// The same for reports that already carry the live allocator's unchecked advice (a replay's): the
+// suggestion is first made again from the numbers alone.
+void ReplaceWithCheckedAdvice(std::vector<OomDiagnosis>& ooms, const CheckedAdvice& advice);
 
 }  // namespace fragscope::analysis
