@@ -8,14 +8,9 @@
 
 #include "../traces/src/import/pickle_reader.hpp"
 #include "fragscope/traces/pytorch_snapshot.hpp"
+#include "fuzz_check.hpp"
 
-namespace {
-
-void Check(bool condition) {
-  if (!condition) std::abort();
-}
-
-}  // namespace
+using fragscope::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fragscope::traces;

@@ -9,14 +9,9 @@
 #include <string_view>
 
 #include "fragscope/traces/tf_bfc_log.hpp"
+#include "fuzz_check.hpp"
 
-namespace {
-
-void Check(bool condition) {
-  if (!condition) std::abort();
-}
-
-}  // namespace
+using fragscope::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fragscope::traces;

@@ -12,6 +12,7 @@
 
 #include "fragscope/traces/jsonl.hpp"
 #include "fragscope/traces/trace_reader.hpp"
+#include "fuzz_check.hpp"
 
 namespace {
 
@@ -22,11 +23,9 @@ class NullBuffer final : public std::streambuf {
   std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
 };
 
-void Check(bool condition) {
-  if (!condition) std::abort();
-}
-
 }  // namespace
+
+using fragscope::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fragscope::traces;

@@ -538,6 +538,12 @@ TEST(ReplaySpeed, OneMillionOps) { MeasureThroughput(1000000); }
 TEST(ReplaySpeed, DISABLED_TenMillionOps) { MeasureThroughput(10000000); }
 
 // Policy advice is checked by replay: a switch that helps is suggested, one that does not is not.
+ReplayResult ReplayUnder(const AllocationSequence& sequence, const AllocConf& conf) {
+  ReplayOptions options;
+  options.conf = conf;
+  return Replay(sequence, options);
+}
+
 TEST(PolicyAdvice, GcThatHelpsIsSuggested) {
   // Two 4 MiB blocks fill two regions under an 8 MiB limit; both are freed; a 6 MiB request then
   // needs the empty regions released (gc), which gc=off will not do.
@@ -547,9 +553,7 @@ TEST(PolicyAdvice, GcThatHelpsIsSuggested) {
   const AllocationSequence sequence = Build({}, events);
   QuietOoms quiet;
   const AllocConf conf = ParseAllocConf("backing=sim,limit=8MiB,growth=off,gc=off");
-  ReplayOptions options;
-  options.conf = conf;
-  ReplayResult result = Replay(sequence, options);
+  ReplayResult result = ReplayUnder(sequence, conf);
   ASSERT_EQ(result.devices.at(0).ooms.size(), 1u);
   const CheckedAdvice advice = CheckPolicyAdvice(sequence, conf, true, 1);
   EXPECT_TRUE(advice.checked_gc);
@@ -567,9 +571,7 @@ TEST(PolicyAdvice, SwitchesThatDoNotHelpAreNotSuggested) {
   const AllocationSequence sequence = Build({}, FourMebibyteHolesThenOneAndAHalf());
   QuietOoms quiet;
   const AllocConf conf = ParseAllocConf("backing=sim,limit=8MiB,growth=off,gc=off");
-  ReplayOptions options;
-  options.conf = conf;
-  ReplayResult result = Replay(sequence, options);
+  ReplayResult result = ReplayUnder(sequence, conf);
   ASSERT_EQ(result.devices.at(0).ooms.size(), 1u);
   const CheckedAdvice advice = CheckPolicyAdvice(sequence, conf, true, 1);
   EXPECT_TRUE(advice.checked_gc);

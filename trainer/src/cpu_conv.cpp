@@ -54,6 +54,14 @@ void Col2im(const ConvGeom& g, const float* col, float* dx) {
 // A 1x1, stride 1, unpadded convolution reads the image itself as its column matrix.
 bool Pointwise(const ConvGeom& g) { return g.k == 1 && g.stride == 1 && g.pad == 0; }
 
+// Image n as the GEMM's column matrix: the image itself for a 1x1 stride-1 convolution, else its
+// im2col in the workspace.
+const float* Columns(const ConvGeom& g, const float* image, float* workspace) {
+  if (Pointwise(g)) return image;
+  Im2col(g, image, workspace);
+  return workspace;
+}
+
 }  // namespace
 
 std::uint64_t Im2colWorkspaceBytes(const ConvGeom& g) {
@@ -71,11 +79,7 @@ void CpuBackend::ConvForward(const ConvGeom& g, const Tensor& x, const Tensor& w
   const int hw = g.ho() * g.wo(), ckk = g.cin * g.k * g.k;
   const long in_size = static_cast<long>(g.cin) * g.h * g.w, out_size = static_cast<long>(g.cout) * hw;
   for (int n = 0; n < g.n; ++n) {
-    const float* col = x.f() + n * in_size;
-    if (!Pointwise(g)) {
-      Im2col(g, x.f() + n * in_size, ws.f());
-      col = ws.f();
-    }
+    const float* col = Columns(g, x.f() + n * in_size, ws.f());
     cpu::Gemm(false, false, g.cout, hw, ckk, 1.0f, w.f(), ckk, col, hw, 0.0f, y.f() + n * out_size, hw);
   }
 }
@@ -101,11 +105,7 @@ void CpuBackend::ConvBackwardFilter(const ConvGeom& g, const Tensor& x, const Te
   const int hw = g.ho() * g.wo(), ckk = g.cin * g.k * g.k;
   const long in_size = static_cast<long>(g.cin) * g.h * g.w, out_size = static_cast<long>(g.cout) * hw;
   for (int n = 0; n < g.n; ++n) {
-    const float* col = x.f() + n * in_size;
-    if (!Pointwise(g)) {
-      Im2col(g, x.f() + n * in_size, ws.f());
-      col = ws.f();
-    }
+    const float* col = Columns(g, x.f() + n * in_size, ws.f());
     cpu::Gemm(false, true, g.cout, ckk, hw, 1.0f, dy.f() + n * out_size, hw, col, hw,
               n == 0 ? 0.0f : 1.0f, dw.f(), ckk);
   }
