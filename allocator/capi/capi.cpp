@@ -2,6 +2,8 @@
 // and a thread-local message; nothing throws across the boundary.
 #include "fragscope/fragscope.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -21,6 +23,13 @@
 namespace {
 
 constexpr std::uint64_t kMagic = 0x6672616773636f70;  // "fragscop"
+
+// Size of the first fragscope_stats (struct_size through utilization): callers built against any
+// later header pass at least this much. Fixed here, not sizeof, so that appending fields later
+// does not reject programs built against this header.
+constexpr std::size_t kStatsSizeV1 = 17 * sizeof(std::uint64_t);
+static_assert(offsetof(fragscope_stats, utilization) + sizeof(double) == kStatsSizeV1);
+static_assert(sizeof(fragscope_stats) >= kStatsSizeV1);
 
 thread_local std::string last_error;
 
@@ -274,10 +283,17 @@ fragscope_status fragscope_get_stats(const fragscope_allocator* allocator, int d
                                      fragscope_stats* out) {
   if (const auto status = CheckDevice(allocator, device); status != FRAGSCOPE_OK) return status;
   if (out == nullptr) return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "out is NULL");
+  if (out->struct_size < kStatsSizeV1) {
+    return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT,
+                fmt::format("fragscope_stats.struct_size is {}; set it to sizeof(fragscope_stats) "
+                            "({} with this library's header), e.g. with FRAGSCOPE_STATS_INIT",
+                            out->struct_size, sizeof(fragscope_stats)));
+  }
   return Guard([&] {
     const fragscope::AllocatorStats s =
         allocator->system->device(static_cast<std::size_t>(device)).Stats();
-    *out = fragscope_stats{
+    const fragscope_stats filled{
+        .struct_size = 0,
         .in_use = s.in_use,
         .reserved = s.reserved,
         .live_requested = s.live_requested,
@@ -295,6 +311,11 @@ fragscope_status fragscope_get_stats(const fragscope_allocator* allocator, int d
         .external_fragmentation = s.external_fragmentation(),
         .utilization = s.utilization(),
     };
+    // A caller built against a newer header passes a larger struct: fill what this library
+    // knows and say so in struct_size. One built against an older one gets its prefix.
+    const std::size_t bytes = std::min<std::size_t>(out->struct_size, sizeof filled);
+    std::memcpy(out, &filled, bytes);
+    out->struct_size = bytes;
     return FRAGSCOPE_OK;
   });
 }

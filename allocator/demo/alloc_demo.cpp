@@ -11,8 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/memory_system.hpp"
@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
   app.add_option("--trace", trace_path, "record every allocator event to this trace file (.fst)");
   app.add_flag("--json", json, "print one JSON document on stdout");
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_default_logger(spdlog::stderr_color_mt("fragscope"));
+  fragscope::Log();  // the libraries' own logger (stderr) doubles as the default one
+  spdlog::set_default_logger(spdlog::get("fragscope"));
   spdlog::set_level(spdlog::level::err);  // the report below says what matters
 
   const auto activation = fragscope::ParseSize(activation_text);

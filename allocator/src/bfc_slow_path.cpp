@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "bfc_allocator.hpp"
 #include "fragscope/allocator/errors.hpp"
@@ -70,7 +71,7 @@ BfcAllocator::BfcAllocator(Backing& backing, const BfcOptions& options)
 
 BfcAllocator::~BfcAllocator() {
   if (stats_.allocations > 0) {
-    spdlog::warn("device {}: allocator destroyed with {} live allocations ({}) still held",
+    fragscope::Log().warn("device {}: allocator destroyed with {} live allocations ({}) still held",
                  options_.device, stats_.allocations, FormatBytes(stats_.in_use));
   }
   bins_.Clear();
@@ -83,7 +84,7 @@ BfcAllocator::~BfcAllocator() {
         backing_.Release(reinterpret_cast<void*>(base), region->size, 0);
       }
     } catch (const std::exception& error) {  // a destructor must not throw; say what leaked
-      spdlog::error("device {}: releasing region {:#x}: {}", options_.device, base, error.what());
+      fragscope::Log().error("device {}: releasing region {:#x}: {}", options_.device, base, error.what());
     }
   }
 }
@@ -108,7 +109,8 @@ void* BfcAllocator::AllocateSlow(std::uint64_t rounded, std::uint64_t requested,
   OomReport diagnosis = Diagnose(rounded, requested, options, backing_refused, gc_released);
   ++stats_.total_ooms;
   if (sink_ != nullptr) EmitOom(diagnosis);
-  spdlog::info("{}", diagnosis.Summary());  // the caller gets the report; replays meet thousands
+  // info, not warn: the caller gets the report; replays meet thousands.
+  fragscope::Log().info("{}", diagnosis.Summary());
   last_oom_ = diagnosis;
   if (report != nullptr) *report = std::move(diagnosis);
   return nullptr;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/errors.hpp"
@@ -62,7 +63,7 @@ HostBacking::HostBacking(const AllocConf& conf) {
 
 HostBacking::~HostBacking() {
   if (live_.empty()) return;
-  spdlog::warn("host backing destroyed with {} blocks still held ({}); unmapping them",
+  fragscope::Log().warn("host backing destroyed with {} blocks still held ({}); unmapping them",
                live_.size(), FormatBytes(held_));
   for (const auto& [addr, block] : live_) {
     ::munmap(reinterpret_cast<void*>(addr), block.length);

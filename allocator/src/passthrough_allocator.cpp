@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "event_clock.hpp"
 #include "fragscope/allocator/errors.hpp"
@@ -16,14 +17,14 @@ PassthroughAllocator::PassthroughAllocator(Backing& backing, std::uint32_t devic
 
 PassthroughAllocator::~PassthroughAllocator() {
   if (!live_.empty()) {
-    spdlog::warn("device {}: passthrough allocator destroyed with {} live allocations", device_,
+    fragscope::Log().warn("device {}: passthrough allocator destroyed with {} live allocations", device_,
                  live_.size());
   }
   for (const auto& [address, allocation] : live_) {
     try {
       backing_.Release(reinterpret_cast<void*>(address), allocation.size, allocation.stream);
     } catch (const std::exception& error) {
-      spdlog::error("device {}: releasing {:#x}: {}", device_, address, error.what());
+      fragscope::Log().error("device {}: releasing {:#x}: {}", device_, address, error.what());
     }
   }
 }
@@ -66,7 +67,8 @@ void* PassthroughAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions&
       event.oom = diagnosis.numbers;
       sink_->Record(event);
     }
-    spdlog::info("{}", diagnosis.Summary());  // the caller gets the report; replays meet thousands
+    // info, not warn: the caller gets the report; replays meet thousands.
+    fragscope::Log().info("{}", diagnosis.Summary());
     last_oom_ = diagnosis;
     if (report != nullptr) *report = std::move(diagnosis);
     return nullptr;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/errors.hpp"
@@ -117,7 +118,7 @@ SimBacking::SimBacking(const AllocConf& conf) {
 SimBacking::~SimBacking() {
   // Nothing to free: a leftover block only means an owner did not give it back.
   if (!live_.empty()) {
-    spdlog::debug("sim backing destroyed with {} blocks still held ({})", live_.size(),
+    fragscope::Log().debug("sim backing destroyed with {} blocks still held ({})", live_.size(),
                   FormatBytes(held_));
   }
 }

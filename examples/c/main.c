@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     fragscope_last_oom_text(allocator, 0, report, sizeof report, NULL);  /* or _json */
     printf("%s", report);
   }
-  fragscope_stats stats;
+  fragscope_stats stats = FRAGSCOPE_STATS_INIT;
   fragscope_get_stats(allocator, 0, &stats);
   printf("in use %llu bytes, peak reserved %llu bytes, %llu OOM\n",
          (unsigned long long)stats.in_use, (unsigned long long)stats.peak_reserved,

@@ -4,8 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "cli_support.hpp"
 #include "commands.hpp"
@@ -44,8 +44,9 @@ int main(int argc, char** argv) {
     return code == 0 ? cli::kOk : cli::kBadInput;
   }
 
-  auto logger = spdlog::stderr_color_mt("fragscope");
-  spdlog::set_default_logger(logger);
+  // The libraries' own logger (stderr) doubles as the command's default one.
+  fragscope::Log();
+  spdlog::set_default_logger(spdlog::get("fragscope"));
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   const CLI::App* chosen = app.get_subcommands().front();

@@ -74,7 +74,7 @@ static void test_env_config(void) {
 
 static void test_alloc_free_stats(void) {
   fragscope_allocator* a = NULL;
-  fragscope_stats s;
+  fragscope_stats s = FRAGSCOPE_STATS_INIT;
   void* p = NULL;
   void* q = NULL;
   int count = 0;
@@ -107,7 +107,7 @@ static void test_alloc_free_stats(void) {
 
 static void test_invalid_free(void) {
   fragscope_allocator* a = NULL;
-  fragscope_stats s;
+  fragscope_stats s = FRAGSCOPE_STATS_INIT;
   void* p = NULL;
   int local = 0;
   CHECK_STATUS(fragscope_create("backing=host,limit=16MiB", &a), FRAGSCOPE_OK);
@@ -126,7 +126,7 @@ static void test_invalid_free(void) {
 
 static void test_oom(void) {
   fragscope_allocator* a = NULL;
-  fragscope_stats s;
+  fragscope_stats s = FRAGSCOPE_STATS_INIT;
   void* big = NULL;
   void* p = (void*)&failures;
   char text[4096];
@@ -175,7 +175,7 @@ static void test_oom(void) {
 
 static void test_virtual_devices(void) {
   fragscope_allocator* a = NULL;
-  fragscope_stats s;
+  fragscope_stats s = FRAGSCOPE_STATS_INIT;
   void* p = NULL;
   int count = 0;
   CHECK_STATUS(fragscope_create("backing=sim,capacity=8GiB,virtual_devices=2GiB+6GiB", &a),
@@ -195,7 +195,7 @@ static void test_virtual_devices(void) {
 
 static void test_bad_handle_and_null_args(void) {
   fragscope_allocator* a = NULL;
-  fragscope_stats s;
+  fragscope_stats s = FRAGSCOPE_STATS_INIT;
   void* p = NULL;
   char buffer[64];
   int count = 0;
@@ -269,7 +269,7 @@ static void* thread_body(void* arg) {
 
 static void test_threads(void) {
   pthread_t threads[kThreads];
-  fragscope_stats s;
+  fragscope_stats s = FRAGSCOPE_STATS_INIT;
   int t;
   CHECK_STATUS(fragscope_create("backing=host,limit=64MiB", &shared_allocator), FRAGSCOPE_OK);
   for (t = 0; t < kThreads; ++t) {
@@ -317,12 +317,45 @@ static void test_trace(const char* path) {
   fragscope_destroy(a); /* closes the trace */
 }
 
+/* struct_size: a caller built against an older header (a prefix), against a newer one (a larger
+ * struct, whose unknown tail is left alone), and one that forgot to set it. */
+static void test_stats_struct_size(void) {
+  fragscope_allocator* a = NULL;
+  void* p = NULL;
+  struct newer {
+    fragscope_stats known;
+    uint64_t later_field;
+  } newer;
+  fragscope_stats unset;
+  CHECK_STATUS(fragscope_create("backing=host,limit=16MiB", &a), FRAGSCOPE_OK);
+  CHECK_STATUS(fragscope_malloc(a, 4096, 0, 0, &p), FRAGSCOPE_OK);
+
+  memset(&newer, 0x5a, sizeof newer);
+  newer.known.struct_size = sizeof newer;
+  CHECK_STATUS(fragscope_get_stats(a, 0, &newer.known), FRAGSCOPE_OK);
+  CHECK(newer.known.struct_size == sizeof(fragscope_stats)); /* what this library filled */
+  CHECK(newer.known.allocations == 1 && newer.known.in_use == 4096);
+  CHECK(newer.later_field == 0x5a5a5a5a5a5a5a5aull); /* untouched */
+
+  memset(&unset, 0, sizeof unset); /* struct_size 0: not set */
+  CHECK_STATUS(fragscope_get_stats(a, 0, &unset), FRAGSCOPE_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(fragscope_last_error(), "struct_size is 0"));
+  CHECK(contains(fragscope_last_error(), "FRAGSCOPE_STATS_INIT"));
+  CHECK(unset.allocations == 0); /* nothing written */
+  unset.struct_size = sizeof(fragscope_stats) - 8;
+  CHECK_STATUS(fragscope_get_stats(a, 0, &unset), FRAGSCOPE_ERROR_INVALID_ARGUMENT);
+
+  CHECK_STATUS(fragscope_free(a, p, 0), FRAGSCOPE_OK);
+  fragscope_destroy(a);
+}
+
 int main(int argc, char** argv) {
   test_names();
   test_bad_config();
   test_env_config();
   test_alloc_free_stats();
   test_invalid_free();
+  test_stats_struct_size();
   test_oom();
   test_virtual_devices();
   test_bad_handle_and_null_args();

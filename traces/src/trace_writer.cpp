@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "block_codec.hpp"
 #include "bytes.hpp"
@@ -267,7 +268,7 @@ TraceWriter::~TraceWriter() {
   try {
     impl_->Close();
   } catch (const std::exception& e) {
-    spdlog::error("trace {}: {}", impl_->path(), e.what());
+    fragscope::Log().error("trace {}: {}", impl_->path(), e.what());
   }
 }
 

@@ -11,8 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help is 0; every usage error is 2
   }
-  spdlog::set_default_logger(spdlog::stderr_color_mt("fragscope"));
+  fragscope::Log();  // the libraries' own logger (stderr) doubles as the default one
+  spdlog::set_default_logger(spdlog::get("fragscope"));
   spdlog::set_level(spdlog::level::warn);
 
   ParseBackendKind(backend_text, &options.backend);

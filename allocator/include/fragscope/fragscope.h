@@ -52,8 +52,14 @@ typedef enum fragscope_status {
 
 typedef struct fragscope_allocator fragscope_allocator; /* opaque */
 
-/* Current and peak statistics of one device (definitions as in docs/allocator.md). */
+/* Current and peak statistics of one device (definitions as in docs/allocator.md).
+ * struct_size lets the struct grow without breaking programs built against an older header: set
+ * it to sizeof(fragscope_stats) before the call (FRAGSCOPE_STATS_INIT does). The library fills as
+ * many bytes as both it and the caller know, sets struct_size to that many, and leaves the rest
+ * untouched; a struct_size smaller than this first version is FRAGSCOPE_ERROR_INVALID_ARGUMENT.
+ * Fields are only ever appended. */
 typedef struct fragscope_stats {
+  uint64_t struct_size;     /* in: sizeof(fragscope_stats); out: bytes filled */
   uint64_t in_use;          /* sum of rounded sizes of live allocations */
   uint64_t reserved;        /* sum of region sizes */
   uint64_t live_requested;  /* sum of requested sizes of live allocations (LOAD) */
@@ -71,6 +77,9 @@ typedef struct fragscope_stats {
   double external_fragmentation; /* 1 - largest_free / (reserved - in_use); 0 when nothing free */
   double utilization;            /* in_use / reserved; 1 when nothing reserved */
 } fragscope_stats;
+
+/* fragscope_stats stats = FRAGSCOPE_STATS_INIT; (C99, C++20: a designated initializer) */
+#define FRAGSCOPE_STATS_INIT {.struct_size = sizeof(fragscope_stats)}
 
 /* "0.1.0" */
 FRAGSCOPE_API const char* fragscope_version(void);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "cuda/cuda_common.hpp"
 #include "fragscope/allocator/config.hpp"
@@ -59,7 +60,7 @@ AsyncBacking::AsyncBacking(const AllocConf& conf) : device_(conf.device) {
     pool_ = nullptr;
     cuda::Throw(err, "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
   }
-  spdlog::debug("async backing on device {} ({}), capacity {}", device_, info_.device_name,
+  fragscope::Log().debug("async backing on device {} ({}), capacity {}", device_, info_.device_name,
                 FormatBytes(info_.capacity));
 }
 
@@ -69,7 +70,7 @@ AsyncBacking::~AsyncBacking() {
   cudaGetDevice(&previous);
   cudaSetDevice(device_);
   if (!live_.empty()) {
-    spdlog::warn("async backing destroyed with {} allocations still held ({}); freeing them",
+    fragscope::Log().warn("async backing destroyed with {} allocations still held ({}); freeing them",
                  live_.size(), FormatBytes(held_));
     // The streams they were used on are unknown here; cudaFree waits for the device first.
     for (const auto& [base, bytes] : live_) cudaFree(base);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "cuda/cuda_common.hpp"
 #include "fragscope/allocator/config.hpp"
@@ -27,13 +28,13 @@ CudaBacking::CudaBacking(const AllocConf& conf) : device_(conf.device) {
   info_.capacity = cuda::BackingCapacity(device_, conf.capacity);
   info_.granularity = kGranularity;
   info_.host_accessible = false;
-  spdlog::debug("cuda backing on device {} ({}), capacity {}", device_, info_.device_name,
+  fragscope::Log().debug("cuda backing on device {} ({}), capacity {}", device_, info_.device_name,
                 FormatBytes(info_.capacity));
 }
 
 CudaBacking::~CudaBacking() {
   if (live_.empty()) return;
-  spdlog::warn("cuda backing destroyed with {} regions still held ({}); freeing them",
+  fragscope::Log().warn("cuda backing destroyed with {} regions still held ({}); freeing them",
                live_.size(), FormatBytes(held_));
   // Best effort and no throwing: at process exit the runtime may already be shutting down
   // (cudaErrorCudartUnloading), and then the driver reclaims the memory anyway.

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include "fragscope/log.hpp"
 
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/errors.hpp"
@@ -67,7 +68,7 @@ VmmBacking::VmmBacking(const AllocConf& conf) : device_(conf.device) {
   info_.capacity = cuda::BackingCapacity(device_, conf.capacity);
   info_.granularity = map_granularity_;
   info_.host_accessible = false;
-  spdlog::debug("vmm backing on device {} ({}), capacity {}, map granularity {}", device_, name,
+  fragscope::Log().debug("vmm backing on device {} ({}), capacity {}, map granularity {}", device_, name,
                 FormatBytes(info_.capacity), FormatBytes(map_granularity_));
 }
 
@@ -75,7 +76,7 @@ VmmBacking::~VmmBacking() { FreeEverything(); }
 
 void VmmBacking::FreeEverything() noexcept {
   if (regions_.empty() && ranges_.empty()) return;
-  spdlog::warn("vmm backing destroyed with {} regions and {} ranges still held ({}); freeing them",
+  fragscope::Log().warn("vmm backing destroyed with {} regions and {} ranges still held ({}); freeing them",
                regions_.size(), ranges_.size(), FormatBytes(held_));
   // Best effort: errors are ignored because at process exit the driver may already be going away,
   // and then it reclaims the memory itself.
