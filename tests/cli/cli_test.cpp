@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -187,6 +188,23 @@ TEST_F(Cli, ReplayIsDeterministicAndRecordsATrace) {
   // The report of the recorded replay shows the peaks the replay measured.
   EXPECT_EQ(replayed["devices"][0]["peak_reserved"], first["devices"][0]["peak_reserved"]);
   EXPECT_EQ(replayed["devices"][0]["peak_load"], first["devices"][0]["peak_load"]);
+
+  // Every allocation keeps its tag name in the recorded replay.
+  ASSERT_EQ(Run({"convert", Sample("synth-small.fst"), Path("original.jsonl")}).code, 0);
+  ASSERT_EQ(Run({"convert", Path("replay.fst"), Path("replay.jsonl")}).code, 0);
+  const auto alloc_tags = [](const std::string& path) {
+    std::map<std::string, int> counts;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      const auto event = nlohmann::json::parse(line);
+      if (event["type"] == "alloc") ++counts[event.value("tag", "")];
+    }
+    return counts;
+  };
+  const std::map<std::string, int> original = alloc_tags(Path("original.jsonl"));
+  EXPECT_GT(original.size(), 1u);
+  EXPECT_EQ(original.count(""), 0u);
+  EXPECT_EQ(alloc_tags(Path("replay.jsonl")), original);
 }
 
 TEST_F(Cli, MinLimitRunsAndOneMebibyteLessRunsOutOfMemory) {

@@ -114,7 +114,6 @@ AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
                                            const std::vector<std::string>* tags) {
   AllocationSequence sequence;
   sequence.header = header;
-  if (tags != nullptr) sequence.tags = *tags;
 
   LiveTable live;
   DeviceSet devices;
@@ -195,6 +194,9 @@ AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
         "address; they were matched by address",
         sequence.alloc_id_mismatches));
   }
+  // Copied after reading, not before: a trace file's tags are interned as its blocks are read
+  // (before, a replay recorded from a .fst trace lost every tag name).
+  if (tags != nullptr) sequence.tags = *tags;
   if (sequence.implicit_frees > 0) {
     sequence.warnings.push_back(fmt::format(
         "{} alloc event(s) reuse the address of a live allocation with no free in between; the "
