@@ -59,16 +59,14 @@ int RunReport(const ReportOptions& options) {
     analysis::TimelineOptions timeline_options;
     timeline_options.tags = &input->tags();
     timeline_options.source_warnings = &input->warnings();
-    // The leak check reads the same blocks as the model, on the way.
-    analysis::BlockSource blocks =
-        input->Blocks([&](std::uint64_t done, std::uint64_t total) { reading.Update(done, total); });
+    // The leak check reads the same blocks as the model, on the reading thread (where the tag
+    // names are), while the model indexes the blocks before.
     model = analysis::TimelineModel::Build(
         input->header(),
-        [&](std::vector<traces::Event>* out) {
-          if (!blocks(out)) return false;
-          for (const traces::Event& e : *out) leaks.Add(e, input->tags());
-          return true;
-        },
+        input->Blocks([&](std::uint64_t done, std::uint64_t total) { reading.Update(done, total); },
+                      [&](const std::vector<traces::Event>& block) {
+                        for (const traces::Event& e : block) leaks.Add(e, input->tags());
+                      }),
         timeline_options);
   }
   const std::optional<analysis::LeakFinding> leak = leaks.Finish();

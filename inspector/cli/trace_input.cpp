@@ -1,5 +1,7 @@
 #include "trace_input.hpp"
 
+#include "fragscope/traces/prefetched_blocks.hpp"
+
 #include <cctype>
 #include <fstream>
 #include <span>
@@ -7,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fragscope/traces/jsonl.hpp"
+#include "fragscope/traces/prefetched_blocks.hpp"
 #include "fragscope/traces/pytorch_snapshot.hpp"
 #include "fragscope/traces/rmm_csv.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
@@ -99,12 +102,18 @@ std::unique_ptr<TraceInput> TraceInput::Open(const std::string& path) {
       "(torch.cuda.memory._dump_snapshot), RMM CSV log or TensorFlow BFC OOM log");
 }
 
-analysis::BlockSource TraceInput::Blocks(const analysis::Progress& progress) {
-  return [this, progress](std::vector<traces::Event>* events) {
-    const bool more = NextBlock(events);
-    if (progress) progress(bytes_done(), bytes_total());
-    return more;
-  };
+analysis::BlockSource TraceInput::Blocks(const analysis::Progress& progress,
+                                         const BlockObserver& observer) {
+  // A BlockSource is copyable; the prefetcher (a thread) is shared by the copies and joined
+  // when the last one goes.
+  auto prefetched = std::make_shared<traces::PrefetchedBlocks>(
+      [this, progress, observer](std::vector<traces::Event>* events) {
+        const bool more = NextBlock(events);
+        if (more && observer) observer(*events);
+        if (progress) progress(bytes_done(), bytes_total());
+        return more;
+      });
+  return [prefetched](std::vector<traces::Event>* events) { return prefetched->Next(events); };
 }
 
 }  // namespace fragscope::cli

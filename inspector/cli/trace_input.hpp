@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,8 +35,15 @@ class TraceInput {
   const std::string& path() const { return path_; }
   const std::string& format() const { return format_; }  // "fragscope trace", "JSON Lines"
 
-  // NextBlock as a BlockSource, reporting progress.
-  analysis::BlockSource Blocks(const analysis::Progress& progress = {});
+  // Called with each block on the thread that read it, where tags() may be read.
+  using BlockObserver = std::function<void(const std::vector<traces::Event>&)>;
+  // NextBlock as a BlockSource that reads ahead on a thread of its own (traces::PrefetchedBlocks),
+  // so that decoding overlaps with what the caller does with the events. `progress` and
+  // `observer` run on that thread. tags(), warnings(), stacks() and the input itself belong to
+  // that thread until the source has returned false: read them after that, or in `observer`.
+  // The source must not outlive this input.
+  analysis::BlockSource Blocks(const analysis::Progress& progress = {},
+                               const BlockObserver& observer = {});
 
  protected:
   static const std::vector<std::string> kNoStacks;
