@@ -15,6 +15,7 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <fmt/format.h>
 #include <imgui.h>
+#include <spdlog/spdlog.h>
 #include <stb_image_write.h>
 
 #include "fragscope/allocator/config.hpp"
@@ -184,6 +185,8 @@ void App::Poll() {
       options_.at.reset();
       SetCursor(at);
       AddRecent(document_->path);
+      spdlog::info("{}: {} events ({}) loaded in {:.3f} s", document_->path, n, document_->format,
+                   document_->load_seconds);
       min_limit_.reset();
       min_limit_error_.clear();
       checked_advice_.reset();
@@ -443,8 +446,11 @@ bool App::WritePng(const std::string& path, std::string* error) const {
 
 int App::RunInteractive() {
   while (!glfwWindowShouldClose(window_)) {
-    // Idle: no background job to show progress of, so sleep until input (or 0.1 s at most).
-    if (!loader_.running() && !min_limit_job_.running() && !compare_.running()) glfwWaitEventsTimeout(0.1);
+    // Sleep until input comes. Idle: 0.1 s at most. While a background job runs, a frame every
+    // 1/15 s is enough for its progress bar, and leaves the cores to the job (a load reads and
+    // indexes on two threads; with software OpenGL each frame costs tens of milliseconds of CPU).
+    const bool busy = loader_.running() || min_limit_job_.running() || compare_.running();
+    glfwWaitEventsTimeout(busy ? 1.0 / 15 : 0.1);
     Frame(true);
   }
   if (ImGui::GetIO().IniFilename != nullptr) ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename);
