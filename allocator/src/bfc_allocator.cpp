@@ -12,6 +12,8 @@ namespace fragscope::bfc {
 
 void* BfcAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions& options,
                                 OomReport* report) {
+  // The one size check (kMaxRequestBytes): below it nothing on either path can wrap.
+  if (bytes > kMaxRequestBytes) [[unlikely]] return RefuseUnrepresentable(bytes, options, report);
   const std::uint64_t rounded = RoundUp(bytes);
   std::lock_guard guard(lock_);
   if (Chunk* chunk = bins_.FindBestFit(rounded)) [[likely]] {

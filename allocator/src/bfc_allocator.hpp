@@ -67,6 +67,8 @@ class BfcAllocator final : public DeviceAllocator {
   void ReleaseChunkRecord(Chunk* chunk);
 
   // --- slow path (bfc_slow_path.cpp) ---
+  void* RefuseUnrepresentable(std::uint64_t requested, const AllocOptions& options,
+                              OomReport* report);
   void* AllocateSlow(std::uint64_t rounded, std::uint64_t requested, const AllocOptions& options,
                      OomReport* report);
   bool Extend(std::uint64_t rounded, bool* backing_refused);
@@ -76,6 +78,7 @@ class BfcAllocator final : public DeviceAllocator {
   Region* AddRegion(std::uint64_t base, std::uint64_t size);
   std::uint64_t ReleaseFreeRegionsLocked();
   std::uint64_t ShrinkExpandableLocked();
+  void* ReportOom(OomReport diagnosis, OomReport* report);  // counts, records, logs; nullptr
   OomReport Diagnose(std::uint64_t rounded, std::uint64_t requested, const AllocOptions& options,
                      bool backing_refused, std::uint64_t gc_released) const;
   [[noreturn]] void ThrowInvalidFree(void* ptr) const;

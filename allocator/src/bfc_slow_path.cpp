@@ -89,13 +89,26 @@ BfcAllocator::~BfcAllocator() {
   }
 }
 
+// A request above kMaxRequestBytes cannot be rounded: it is reported as it is (its "rounded" size
+// is the request), which is more than any limit, so the cause is request-too-large.
+void* BfcAllocator::RefuseUnrepresentable(std::uint64_t requested, const AllocOptions& options,
+                                          OomReport* report) {
+  std::lock_guard guard(lock_);
+  return AllocateSlow(requested, requested, options, report);
+}
+
 void* BfcAllocator::AllocateSlow(std::uint64_t rounded, std::uint64_t requested,
                                  const AllocOptions& options, OomReport* report) {
   bool backing_refused = false;
+  std::uint64_t gc_released = 0;
+  if (rounded > options_.limit) {  // no region and no gc can serve it: straight to the report
+    OomReport diagnosis = Diagnose(rounded, requested, options, false, 0);
+    diagnosis.gc_ran = false;
+    return ReportOom(std::move(diagnosis), report);
+  }
   if (Extend(rounded, &backing_refused)) {
     return Carve(bins_.FindBestFit(rounded), rounded, requested, options);
   }
-  std::uint64_t gc_released = 0;
   if (options_.gc) {
     ++stats_.gc_runs;
     gc_released = ReleaseFreeRegionsLocked();
@@ -106,7 +119,10 @@ void* BfcAllocator::AllocateSlow(std::uint64_t rounded, std::uint64_t requested,
       }
     }
   }
-  OomReport diagnosis = Diagnose(rounded, requested, options, backing_refused, gc_released);
+  return ReportOom(Diagnose(rounded, requested, options, backing_refused, gc_released), report);
+}
+
+void* BfcAllocator::ReportOom(OomReport diagnosis, OomReport* report) {
   ++stats_.total_ooms;
   if (sink_ != nullptr) EmitOom(diagnosis);
   // info, not warn: the caller gets the report; replays meet thousands.

@@ -16,6 +16,7 @@
 
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/traces/byte_math.hpp"
 
 namespace fragscope {
 namespace {
@@ -92,6 +93,9 @@ std::uint64_t ParseSizeValue(std::string_view key, std::string_view value, std::
              minimum == 1 ? std::string("a size greater than 0")
                           : fmt::format("a size of at least {}", FormatSizeExact(minimum)));
   }
+  if (!traces::IsRepresentableSize(*bytes)) {
+    BadValue(key, value, fmt::format("a size of at most {}", FormatSizeExact(traces::kMaxBytes)));
+  }
   return *bytes;
 }
 
@@ -148,14 +152,19 @@ void ParseLimit(std::string_view key, std::string_view value, AllocConf& conf) {
 
 void ParseVirtualDevices(std::string_view key, std::string_view value, AllocConf& conf) {
   constexpr std::string_view kExpect =
-      "one or more sizes joined by '+', such as 2GiB+6GiB, each at least 1MiB";
+      "one or more sizes joined by '+', such as 2GiB+6GiB, each at least 1MiB, together at most "
+      "4EiB";
   std::vector<std::uint64_t> limits;
+  std::uint64_t total = 0;
   std::string_view rest = value;
   while (true) {
     const std::size_t plus = rest.find('+');
     const std::string_view piece = Trim(rest.substr(0, plus));
     const std::optional<std::uint64_t> bytes = ParseSize(piece);
     if (!bytes || *bytes < MiB) BadValue(key, value, kExpect);
+    const std::optional<std::uint64_t> sum = traces::CheckedAdd(total, *bytes);
+    if (!sum || !traces::IsRepresentableSize(*sum)) BadValue(key, value, kExpect);
+    total = *sum;
     limits.push_back(*bytes);
     if (plus == std::string_view::npos) break;
     rest.remove_prefix(plus + 1);

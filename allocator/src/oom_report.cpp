@@ -6,8 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/traces/byte_math.hpp"
 
 namespace fragscope {
+namespace {
+
+// Evidence from elsewhere may hold any numbers: sums in the words saturate instead of wrapping.
+std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) {
+  return traces::CheckedAdd(a, b).value_or(UINT64_MAX);
+}
+
+}  // namespace
 
 OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
                       bool backing_refused) {
@@ -19,22 +28,30 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
   const std::string rounded = FormatBytes(n.rounded);
   switch (n.cause) {
     case OomCause::kRequestTooLarge:
+      if (!traces::IsRepresentableSize(n.request)) {
+        report.explanation = fmt::format(
+            "one request of {} bytes ({}) is more than any device has (fragscope serves at most "
+            "4 EiB)", n.request, FormatBytes(n.request));
+        report.suggestion = "the size is almost certainly wrong: look for an overflow, a negative "
+                            "number cast to unsigned or an uninitialized size in the caller";
+        break;
+      }
       report.explanation = fmt::format(
           "one request of {} alone exceeds the limit of {}", rounded, FormatBytes(n.limit));
       report.suggestion = fmt::format(
           "no policy can serve it: raise the limit to at least {} (with {} already in use: {}), "
           "or split the tensor",
-          rounded, FormatBytes(n.in_use), FormatBytes(n.in_use + n.rounded));
+          rounded, FormatBytes(n.in_use), FormatBytes(SaturatingAdd(n.in_use, n.rounded)));
       break;
     case OomCause::kCapacity:
       report.explanation = fmt::format(
           "live data ({} in use) plus the request ({}) exceed the limit of {} by {}",
           FormatBytes(n.in_use), rounded, FormatBytes(n.limit),
-          FormatBytes(n.in_use + n.rounded - n.limit));
+          FormatBytes(SaturatingAdd(n.in_use, n.rounded) - std::min(n.limit, SaturatingAdd(n.in_use, n.rounded))));
       report.suggestion = fmt::format(
           "no policy can fit it: hold less live data at this point (smaller batch, free tensors "
           "sooner, check for a leak) or raise the limit to at least {}",
-          FormatBytes(n.in_use + n.rounded));
+          FormatBytes(SaturatingAdd(n.in_use, n.rounded)));
       break;
     case OomCause::kBacking:
       report.explanation = fmt::format(
@@ -58,7 +75,7 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
       report.explanation = fmt::format(
           "{} are free ({} inside {} regions, {} headroom below the limit) but the largest "
           "contiguous range is {}, less than the request of {}",
-          FormatBytes(n.free_in_regions + n.headroom), FormatBytes(n.free_in_regions),
+          FormatBytes(SaturatingAdd(n.free_in_regions, n.headroom)), FormatBytes(n.free_in_regions),
           n.region_count, FormatBytes(n.headroom), largest_text, request_text);
       report.suggestion = fmt::format(
           "raise the limit by {} so a new region fits (fragscope min-limit finds the smallest "

@@ -1,5 +1,7 @@
 #include "passthrough_allocator.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include "fragscope/log.hpp"
@@ -32,11 +34,15 @@ PassthroughAllocator::~PassthroughAllocator() {
 void* PassthroughAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions& options,
                                         OomReport* report) {
   const std::uint64_t granularity = backing_.info().granularity;
-  const std::uint64_t size = (RoundUp(bytes) + granularity - 1) / granularity * granularity;
+  // The one size check (kMaxRequestBytes): a larger request is reported as it is, more than any
+  // limit, so request-too-large.
+  const std::uint64_t size = bytes > kMaxRequestBytes
+                                 ? bytes
+                                 : (RoundUp(bytes) + granularity - 1) / granularity * granularity;
   std::lock_guard lock(mutex_);
   void* ptr = nullptr;
   bool backing_refused = false;
-  if (stats_.reserved + size <= limit_) {
+  if (size <= limit_ - std::min(limit_, stats_.reserved)) {
     ptr = backing_.Reserve(size, options.stream);
     backing_refused = ptr == nullptr;
   }

@@ -15,6 +15,7 @@
 
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/traces/byte_math.hpp"
 
 namespace fragscope {
 namespace {
@@ -531,7 +532,7 @@ TEST(AllocConfToString, RoundTrip) {
   }
   {
     AllocConf c;
-    c.capacity = 18'446'744'073'709'551'615u;
+    c.capacity = traces::kMaxBytes;  // the largest size fragscope represents
     c.limit = 256;
     confs.push_back(c);
   }
@@ -540,6 +541,22 @@ TEST(AllocConfToString, RoundTrip) {
     EXPECT_EQ(ParseAllocConf(text), conf) << text;
     EXPECT_EQ(ParseAllocConf(text).ToString(), text);
   }
+}
+
+TEST(AllocConfSizes, AboveFourExbibytesIsRefusedNamingTheKey) {
+  for (const char* text : {"capacity=18446744073709551615", "limit=5EiB", "external_use=4611686018427387905",
+                           "virtual_devices=3EiB+2EiB"}) {
+    SCOPED_TRACE(text);
+    try {
+      ParseAllocConf(text);
+      FAIL() << "accepted";
+    } catch (const ConfigError& error) {
+      const std::string what = error.what();
+      EXPECT_NE(what.find("4EiB"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string(text).substr(0, std::string(text).find('='))), std::string::npos) << what;
+    }
+  }
+  EXPECT_EQ(ParseAllocConf("capacity=4EiB").capacity, traces::kMaxBytes);
 }
 
 TEST(AllocConfToString, ParsedStringsAreStable) {

@@ -302,6 +302,69 @@ TEST_P(Conformance, VirtualDevicesHaveTheirOwnLimits) {
   allocator().CheckInvariants();
 }
 
+// Property: sizes at, below and above every power of two up to 2^64 (where rounding to 256 B
+// wraps) either succeed with memory no live allocation shares, or fail as an OOM that leaves the
+// state untouched; a request above the limit or above kMaxRequestBytes is request-too-large.
+TEST_P(Conformance, SizesNearEveryPowerOfTwoNeverOverlap) {
+  std::vector<std::uint64_t> sizes;
+  for (int k = 0; k < 64; ++k) {
+    const std::uint64_t power = std::uint64_t{1} << k;
+    sizes.insert(sizes.end(), {power - 1, power, power + 1});
+  }
+  for (std::uint64_t below : {0u, 1u, 254u, 255u, 256u, 257u}) sizes.push_back(UINT64_MAX - below);
+  sizes.insert(sizes.end(), {kMaxRequestBytes - 1, kMaxRequestBytes, kMaxRequestBytes + 1});
+
+  std::map<std::uint64_t, std::uint64_t> live;  // address -> requested
+  auto expect_no_overlap = [&](std::uint64_t address, std::uint64_t size, std::uint64_t asked) {
+    auto next = live.lower_bound(address);
+    if (next != live.end()) {
+      EXPECT_LE(address + RoundUp(size), next->first) << "request " << asked << " overlaps";
+    }
+    if (next != live.begin()) {
+      auto prev = std::prev(next);
+      EXPECT_LE(prev->first + RoundUp(prev->second), address) << "request " << asked << " overlaps";
+    }
+  };
+  const std::uint64_t limit = allocator().limit();
+  for (const std::uint64_t size : sizes) {
+    const AllocatorStats before = allocator().Stats();
+    OomReport report;
+    void* ptr = allocator().TryAllocate(size, {}, &report);
+    allocator().CheckInvariants();
+    if (ptr == nullptr) {
+      const AllocatorStats after = allocator().Stats();
+      EXPECT_EQ(after.allocations, before.allocations) << size;
+      EXPECT_EQ(after.in_use, before.in_use) << size;
+      EXPECT_EQ(after.total_ooms, before.total_ooms + 1) << size;
+      EXPECT_EQ(report.numbers.request, size);
+      if (size > kMaxRequestBytes || RoundUp(size) > limit) {
+        EXPECT_EQ(report.cause(), OomCause::kRequestTooLarge) << size;
+      } else {
+        EXPECT_NE(report.cause(), OomCause::kRequestTooLarge) << size;
+      }
+      continue;
+    }
+    ASSERT_LE(size, limit) << "a request above the limit succeeded";
+    const auto address = reinterpret_cast<std::uint64_t>(ptr);
+    expect_no_overlap(address, size, size);
+    live.emplace(address, size);
+    // A small allocation right after must land elsewhere (the wrapped rounding gave it the same
+    // address as the 2^64 - 1 request).
+    void* probe = allocator().Allocate(4096);
+    expect_no_overlap(reinterpret_cast<std::uint64_t>(probe), 4096, 4096);
+    allocator().Free(probe);
+    allocator().CheckInvariants();
+    if (size > 64 * MiB) {  // keep the live set small so the sequence goes on to the huge sizes
+      allocator().Free(ptr);
+      live.erase(address);
+      allocator().CheckInvariants();
+    }
+  }
+  for (const auto& [address, size] : live) allocator().Free(reinterpret_cast<void*>(address));
+  allocator().CheckInvariants();
+  EXPECT_EQ(allocator().Stats().allocations, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllBackingsAndPolicies, Conformance, ::testing::ValuesIn(kCases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 

@@ -164,8 +164,17 @@ static void test_oom(void) {
   CHECK_STATUS(fragscope_malloc(a, 9 * MiB, 0, 0, &p), FRAGSCOPE_ERROR_OUT_OF_MEMORY);
   CHECK_STATUS(fragscope_last_oom_json(a, 0, json, sizeof json, NULL), FRAGSCOPE_OK);
   CHECK(contains(json, "\"cause\":\"request-too-large\""));
+  /* A size whose rounding would wrap (2^64 - 1, 2^64 - 255): refused, never an address that a
+     later allocation also gets. */
+  CHECK_STATUS(fragscope_malloc(a, UINT64_MAX, 0, 0, &p), FRAGSCOPE_ERROR_OUT_OF_MEMORY);
+  CHECK(p == NULL);
+  CHECK_STATUS(fragscope_last_oom_json(a, 0, json, sizeof json, NULL), FRAGSCOPE_OK);
+  CHECK(contains(json, "\"cause\":\"request-too-large\""));
+  CHECK(contains(json, "\"request\":18446744073709551615"));
+  CHECK_STATUS(fragscope_malloc(a, UINT64_MAX - 254, 0, 0, &p), FRAGSCOPE_ERROR_OUT_OF_MEMORY);
+  CHECK(contains(fragscope_last_error(), "request-too-large"));
   CHECK_STATUS(fragscope_get_stats(a, 0, &s), FRAGSCOPE_OK);
-  CHECK(s.total_ooms == 2 && s.allocations == 1 && s.live_requested == 6 * MiB);
+  CHECK(s.total_ooms == 4 && s.allocations == 1 && s.live_requested == 6 * MiB);
   CHECK_STATUS(fragscope_free(a, big, 0), FRAGSCOPE_OK);
   /* After the OOM the allocator is intact: the request now fits. */
   CHECK_STATUS(fragscope_malloc(a, 4 * MiB, 0, 0, &p), FRAGSCOPE_OK);

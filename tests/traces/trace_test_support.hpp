@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/event.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/traces/trace_writer.hpp"
@@ -37,6 +38,21 @@ class TempDir {
     std::filesystem::remove_all(path_, ignored);
   }
   std::string File(const std::string& name) const { return (path_ / name).string(); }
+  // The one ".partial" file that a writer of `name` killed before Close left (AtomicFile), or ""
+  // when there is none or more than one.
+  std::string PartialOf(const std::string& name) const {
+    std::string found;
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+      const std::string file = entry.path().filename().string();
+      if (file.rfind(name + ".", 0) == 0 && file.size() > 8 &&
+          file.compare(file.size() - 8, 8, ".partial") == 0) {
+        found = entry.path().string();
+        ++count;
+      }
+    }
+    return count == 1 ? found : std::string();
+  }
 
  private:
   std::filesystem::path path_;
@@ -146,6 +162,13 @@ inline Trace RandomTrace(std::uint64_t seed, std::size_t count, bool wellformed,
     if (all || chunk) e.region = rng() % 2 == 0 ? e.address - rng() % 4096 : ExtremeValue(rng);
     if (all || chunk) e.alloc_id = ExtremeValue(rng);
     if (all || chunk || type == EventType::kOom || type == EventType::kMarker) e.tag = tag;
+    if (chunk || region) {
+      // Readers refuse sizes over 4 EiB and ranges past 2^64 (EventSizeProblem): keep the
+      // extremes inside what they take.
+      if (e.size > kMaxBytes) e.size >>= 2;
+      if (e.rounded > kMaxBytes) e.rounded >>= 2;
+      if (!CheckedAdd(e.address, std::max(e.size, e.rounded))) e.address >>= 1;
+    }
     if (type == EventType::kOom) {
       for (std::uint64_t* v : {&e.oom.request, &e.oom.rounded, &e.oom.limit, &e.oom.reserved, &e.oom.in_use,
                                &e.oom.live_requested, &e.oom.free_in_regions, &e.oom.largest_free, &e.oom.headroom,

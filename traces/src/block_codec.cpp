@@ -534,6 +534,7 @@ void BlockDecoder::Decode(const BlockHeader& header, TagDictionary* tags, std::v
         if (mask & kExtraAllocId) e.alloc_id = c.Varint("extra alloc id");
         if (mask & kExtraTag) e.tag = local_tag(c.Varint("extra tag"));
       }
+      if (const char* problem = EventSizeProblem(e)) throw DecodeError{problem};
       if (!KnownType(type)) ++dropped;
     }
     for (std::size_t k = 0; k < kColumnCount; ++k) {

@@ -239,6 +239,9 @@ Event ParseEvent(const json& in, detail::TagDictionary* tags) {
     }
   }
   if (!has_seq) throw std::runtime_error("missing \"seq\"");
+  if (const char* problem = EventSizeProblem(e)) {
+    throw std::runtime_error(fmt::format("{} event: {}", ToString(e.type), problem));
+  }
   return e;
 }
 

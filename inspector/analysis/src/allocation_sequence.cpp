@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
+
 namespace fragscope::analysis {
 namespace {
 
@@ -130,6 +132,10 @@ AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
         case EventType::kAlloc: {
           if (allocations >= AllocationOp::kNoAllocation) {
             throw std::length_error("trace holds more than 4294967294 allocations");
+          }
+          if (const char* problem = traces::EventSizeProblem(event)) {
+            throw traces::SizeOverflow(fmt::format("alloc event {} (device {}, {} bytes): {}",
+                                                   event.seq, event.device, event.size, problem));
           }
           devices.Add(event.device);
           if (LiveTable::Entry* old = live.Find(event.device, event.address)) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
 #include "timeline_impl.hpp"
 
 namespace fragscope::analysis::timeline_detail {
@@ -101,8 +102,10 @@ void Indexer::Alloc(DeviceBuild& b, DeviceData& d, std::uint64_t j, Record& r) {
   b.live.Insert(a, j);
   r.flags |= kApplied;
   b.changed = true;
+  // In use cannot wrap (the live ranges do not overlap and none runs past 2^64), but requested
+  // sizes are the evidence's word and may each be up to 4 EiB above their chunk.
   b.value[0] += rounded;
-  b.value[2] += r.size;
+  b.value[2] = traces::AddOrThrow(b.value[2], r.size, "live requested bytes");
   if (b.had_regions) {
     auto it = b.regions.upper_bound(a);
     if (it == b.regions.begin() || std::prev(it)->first + std::prev(it)->second <= a) {

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
 #include "tf_text.hpp"
 
 namespace fragscope::traces {
@@ -187,6 +188,11 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name) {
                                              name, line));
     } else {
       throw fail(fmt::format("unknown action \"{}\" (expected allocate, free or allocate failure)", action));
+    }
+    if (const char* problem = EventSizeProblem(e)) throw fail(fmt::format("Size {}: {}", *size, problem));
+    // Each size is at most 4 EiB, but many live ones can still add up past 64 bits.
+    if (in_use > traces::kMaxBytes * 2 || requested > traces::kMaxBytes * 2) {
+      throw fail("the live allocations add up to more than 8 EiB: not a real log");
     }
     trace.events.push_back(e);
   }

@@ -10,11 +10,17 @@
 
 #include "fragscope/allocator/oom_report.hpp"
 #include "fragscope/allocator/stats.hpp"
+#include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/event.hpp"
 
 namespace fragscope {
 
 inline constexpr std::uint64_t kRoundingUnit = 256;   // every size rounds up to this
+// The largest request an allocator serves (4 EiB, traces/byte_math.hpp says why). Every allocator
+// checks it once at its entry: a larger request is an OOM with cause request-too-large, never
+// rounded, since rounding 2^64 - 1 up to 256 B wraps to 0 and would hand out memory already in use.
+inline constexpr std::uint64_t kMaxRequestBytes = traces::kMaxBytes;
+// Precondition: bytes <= kMaxRequestBytes (then the result is at most kMaxRequestBytes too).
 inline constexpr std::uint64_t RoundUp(std::uint64_t bytes) {
   return bytes == 0 ? kRoundingUnit : (bytes + kRoundingUnit - 1) & ~(kRoundingUnit - 1);
 }
@@ -58,7 +64,8 @@ class DeviceAllocator {
  public:
   virtual ~DeviceAllocator() = default;
 
-  // Allocates `bytes` (0 is allowed and takes one rounding unit). Throws OutOfMemory.
+  // Allocates `bytes` (0 is allowed and takes one rounding unit; any size up to 2^64 - 1 may be
+  // asked for, and one above kMaxRequestBytes is request-too-large). Throws OutOfMemory.
   void* Allocate(std::uint64_t bytes, const AllocOptions& options = {});
   // Same, but returns nullptr on OOM and fills `report` (when given) with the diagnosis.
   virtual void* TryAllocate(std::uint64_t bytes, const AllocOptions& options,

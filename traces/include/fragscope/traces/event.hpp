@@ -79,6 +79,12 @@ struct Event {
   OomRecord oom{};                  // only for kOom
 };
 
+// Why an event's sizes cannot be taken as they are, or nullptr when they can: an alloc, free or
+// region event whose size or rounded size is above kMaxBytes (byte_math.hpp), or whose address
+// range runs past 2^64. oom events may carry any request (that is what they report). Every reader
+// checks each event with it and names its own location in the error.
+const char* EventSizeProblem(const Event& event);
+
 // Where events go. Record() is called with the emitting allocator's lock held, so it must be quick
 // and must not call back into the allocator. Implementations assign `seq` (one counter shared by all
 // allocators writing to the sink), which is why `event` is mutable.
