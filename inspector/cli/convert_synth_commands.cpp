@@ -10,9 +10,11 @@
 #include "cli_support.hpp"
 #include "commands.hpp"
 #include "fragscope/analysis/synth.hpp"
+#include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/chrome_trace.hpp"
 #include "fragscope/traces/jsonl.hpp"
 #include "fragscope/traces/rmm_csv.hpp"
+#include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 #include "trace_input.hpp"
@@ -37,12 +39,16 @@ std::string FormatFromExtension(const std::string& path) {
 
 int RunConvert(const ConvertOptions& options) {
   const std::string to = options.to.empty() ? FormatFromExtension(options.out) : options.to;
+  // Before anything is read or created: converting a file onto itself would destroy it.
+  traces::RefuseOutputOverInput(options.out, {options.in});
   auto input = TraceInput::Open(options.in);
   ProgressBar bar("converting", input->bytes_total());
   std::vector<traces::Event> block;
   std::uint64_t events = 0;
   if (to == "fst") {
-    traces::TraceWriter writer(options.out, input->header());
+    traces::TraceWriterOptions writer_options;
+    writer_options.inputs = {options.in};
+    traces::TraceWriter writer(options.out, input->header(), writer_options);
     // Tag ids of the output are the writer's own: map each input id by its name.
     std::unordered_map<traces::TagId, traces::TagId> tag_map;
     while (input->NextBlock(&block)) {
@@ -72,13 +78,12 @@ int RunConvert(const ConvertOptions& options) {
     }
     trace.tags = input->tags();
     events = trace.events.size();
-    std::ofstream out(options.out, std::ios::binary | std::ios::trunc);
-    if (!out) throw UsageError(fmt::format("{}: cannot create the file", options.out));
+    traces::AtomicFile file(options.out, {options.in});
+    std::ostream& out = file.stream();
     if (to == "jsonl") traces::WriteJsonl(trace, out);
     else if (to == "rmm-csv") traces::WriteRmmCsv(trace, out);
     else traces::WriteChromeTrace(trace, out);
-    out.flush();
-    if (!out) throw UsageError(fmt::format("{}: write failed", options.out));
+    file.Commit();
   }
   for (const auto& warning : input->warnings()) spdlog::warn("{}", warning);
   fmt::print(stderr, "{} events from {} ({}) written to {} ({})\n", events, options.in, input->format(),

@@ -12,6 +12,7 @@
 #include "fragscope/analysis/policy_advice.hpp"
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/timeline.hpp"
+#include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 #include "trace_input.hpp"
 
@@ -53,12 +54,16 @@ struct ReplayCommandOptions : SequenceOptions {
 };
 
 int RunReplay(const ReplayCommandOptions& command) {
+  if (!command.out.empty()) traces::RefuseOutputOverInput(command.out, {command.trace});
   const analysis::AllocationSequence sequence = LoadSequence(command.trace);
   analysis::ReplayOptions options = MakeOptions(command, command.conf);
   options.continue_past_oom = command.continue_past_oom;
   std::unique_ptr<traces::TraceWriter> writer;
   if (!command.out.empty()) {
-    writer = std::make_unique<traces::TraceWriter>(command.out, analysis::ReplayTraceHeader(sequence, options));
+    traces::TraceWriterOptions writer_options;
+    writer_options.inputs = {command.trace};
+    writer = std::make_unique<traces::TraceWriter>(
+        command.out, analysis::ReplayTraceHeader(sequence, options), writer_options);
     options.record = writer.get();
   }
   ProgressBar bar("replaying", sequence.ops.size());

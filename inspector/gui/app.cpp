@@ -20,6 +20,7 @@
 
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/errors.hpp"
+#include "fragscope/traces/atomic_file.hpp"
 #include "trace_input.hpp"
 
 namespace fragscope::gui {
@@ -67,6 +68,7 @@ App::~App() {
   min_limit_job_.Wait();
   compare_.Wait();
   if (imgui_ready_) {
+    SaveLayout();
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();
     ImGui::DestroyContext();
@@ -106,7 +108,11 @@ bool App::Init(std::string* error) {
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
   LoadSettings();
-  io.IniFilename = options_.persist && !ini_path_.empty() ? ini_path_.c_str() : nullptr;
+  // The layout is read and written here, not by ImGui, so that it goes through AtomicFile.
+  io.IniFilename = nullptr;
+  if (options_.persist && !ini_path_.empty() && std::filesystem::exists(ini_path_)) {
+    ImGui::LoadIniSettingsFromDisk(ini_path_.c_str());
+  }
   ImGui::StyleColorsDark();
   ImGui::GetStyle().WindowRounding = 0;
   ImGui_ImplGlfw_InitForOpenGL(window_, true);
@@ -139,8 +145,27 @@ void App::AddRecent(const std::string& path) {
   recent_.insert(recent_.begin(), entry);
   if (recent_.size() > 10) recent_.resize(10);
   if (!options_.persist || recent_path_.empty()) return;
-  std::ofstream out(recent_path_, std::ios::trunc);
-  for (const auto& file : recent_) out << file << '\n';
+  std::string text;
+  for (const auto& file : recent_) text += file + '\n';
+  SaveSetting(recent_path_, text);
+}
+
+void App::SaveLayout() const {
+  if (!options_.persist || ini_path_.empty()) return;
+  std::size_t size = 0;
+  const char* ini = ImGui::SaveIniSettingsToMemory(&size);
+  SaveSetting(ini_path_, std::string_view(ini, size));
+}
+
+// Settings are a convenience: a failure to save them is logged, never fatal.
+void App::SaveSetting(const std::string& path, std::string_view text) const {
+  try {
+    traces::AtomicFile file(path);
+    file.Write(text.data(), text.size());
+    file.Commit();
+  } catch (const traces::OutputError& error) {
+    spdlog::warn("settings not saved: {}", error.what());
+  }
 }
 
 void App::OnDrop(GLFWwindow* window, int count, const char** paths) {
@@ -437,8 +462,22 @@ std::vector<std::uint8_t> App::ReadPixels(int* width, int* height) const {
 bool App::WritePng(const std::string& path, std::string* error) const {
   int w = 0, h = 0;
   const std::vector<std::uint8_t> pixels = ReadPixels(&w, &h);
-  if (stbi_write_png(path.c_str(), w, h, 4, pixels.data(), w * 4) == 0) {
-    *error = "cannot write " + path;
+  std::vector<std::uint8_t> png;
+  const auto append = [](void* context, void* data, int size) {
+    auto* bytes = static_cast<std::vector<std::uint8_t>*>(context);
+    const auto* begin = static_cast<const std::uint8_t*>(data);
+    bytes->insert(bytes->end(), begin, begin + size);
+  };
+  if (stbi_write_png_to_func(append, &png, w, h, 4, pixels.data(), w * 4) == 0) {
+    *error = path + ": cannot encode the PNG";
+    return false;
+  }
+  try {
+    traces::AtomicFile file(path, {options_.trace});
+    file.Write(png.data(), png.size());
+    file.Commit();
+  } catch (const traces::OutputError& failure) {
+    *error = failure.what();
     return false;
   }
   return true;
@@ -453,7 +492,7 @@ int App::RunInteractive() {
     glfwWaitEventsTimeout(busy ? 1.0 / 15 : 0.1);
     Frame(true);
   }
-  if (ImGui::GetIO().IniFilename != nullptr) ImGui::SaveIniSettingsToDisk(ImGui::GetIO().IniFilename);
+  SaveLayout();
   if (loader_.running() || min_limit_job_.running() || compare_.running()) {
     // A load or a replay (the minimal limit's bisection can take minutes) has no way to stop
     // early; closing the window should not wait for it. Settings and recent files are saved.

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "document.hpp"
@@ -80,6 +81,8 @@ class App {
   void DrawUi();
   void AddRecent(const std::string& path);
   void LoadSettings();
+  void SaveLayout() const;  // the window layout (imgui.ini), through AtomicFile
+  void SaveSetting(const std::string& path, std::string_view text) const;
   static void OnDrop(GLFWwindow* window, int count, const char** paths);
 
   ViewOptions options_;

@@ -331,6 +331,41 @@ TEST_F(Cli, PolicyBeatsPytorchOnItsOwnSnapshots) {
   EXPECT_NE(r.out.find("settings   expandable_segments=False"), std::string::npos) << r.out;
 }
 
+// Outputs never destroy inputs, and a write that fails is an error, not "written to".
+TEST_F(Cli, OutputsNeverReplaceAnInputOrHideAWriteError) {
+  ASSERT_EQ(Run({"synth", "--events", "3000", "--seed", "4", "--out", Path("in.fst")}).code, 0);
+  const std::string original = Slurp(Path("in.fst"));
+  fs::create_symlink(Path("in.fst"), Path("link.fst"));
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"convert", Path("in.fst"), Path("in.fst")},
+        std::vector<std::string>{"convert", Path("in.fst"), Path("link.fst")},
+        std::vector<std::string>{"convert", Path("link.fst"), Path("in.fst"), "--to", "jsonl"},
+        std::vector<std::string>{"replay", Path("in.fst"), "--alloc-conf", "growth=off", "--out",
+                                 Path("link.fst")}}) {
+    const Result r = Run(args);
+    EXPECT_EQ(r.code, 2) << args[0] << " " << args[2];
+    EXPECT_NE(r.err.find("the output is the input"), std::string::npos) << r.err;
+    EXPECT_EQ(Slurp(Path("in.fst")), original) << "the input was changed";
+  }
+  if (fs::exists("/dev/full")) {
+    for (const char* to : {"fst", "jsonl"}) {
+      const Result r = Run({"convert", Path("in.fst"), "/dev/full", "--to", to});
+      EXPECT_EQ(r.code, 2) << to;
+      EXPECT_NE(r.err.find("/dev/full"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("written to"), std::string::npos) << r.err;
+    }
+  }
+  // A folder that does not exist: named, exit 2, nothing left behind.
+  const Result r = Run({"convert", Path("in.fst"), Path("nowhere/out.jsonl")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("nowhere/out.jsonl"), std::string::npos) << r.err;
+  // A successful convert leaves exactly its output (no .partial file).
+  ASSERT_EQ(Run({"convert", Path("in.fst"), Path("out.jsonl")}).code, 0);
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().string().find(".partial"), std::string::npos) << entry.path();
+  }
+}
+
 TEST_F(Cli, SynthIsSeeded) {
   ASSERT_EQ(Run({"synth", "--events", "5000", "--seed", "9", "--out", Path("a.fst")}).code, 0);
   ASSERT_EQ(Run({"synth", "--events", "5000", "--seed", "9", "--out", Path("b.fst")}).code, 0);

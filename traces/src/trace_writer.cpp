@@ -16,6 +16,7 @@
 #include "block_codec.hpp"
 #include "bytes.hpp"
 #include "crc32c.hpp"
+#include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fst_format.hpp"
 #include "header_json.hpp"
@@ -76,7 +77,7 @@ class TraceWriter::Impl {
   const std::uint32_t block_events_;
   const bool background_;
   TagTable tags_;
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<AtomicFile> file_;
 
   std::mutex mutex_;
   std::condition_variable work_cv_;   // writer thread: a batch is pending, or stop
@@ -124,12 +125,11 @@ TraceWriter::Impl::Impl(const std::string& path, const TraceHeader& header, cons
   detail::StoreLe32(bytes.data() + detail::kFileHeaderFixed + json.size(),
                     detail::Crc32c(bytes.data(), detail::kFileHeaderFixed + json.size()));
 
-  file_ = std::fopen(path.c_str(), "wb");
-  if (file_ == nullptr) throw TraceError(path, 0, fmt::format("cannot create: {}", std::strerror(errno)));
   try {
+    file_ = std::make_unique<AtomicFile>(path, options.inputs);
     WriteBytes(bytes);
   } catch (const std::exception& e) {
-    std::fclose(file_);
+    file_.reset();
     throw TraceError(path, 0, e.what());
   }
   current_.events.reserve(block_events_);
@@ -145,7 +145,7 @@ TraceWriter::Impl::~Impl() {
   }
   work_cv_.notify_all();
   if (writer_.joinable()) writer_.join();
-  if (file_ != nullptr) std::fclose(file_);
+  // file_'s destructor removes a .partial file that Close did not commit (a thrown constructor).
 }
 
 void TraceWriter::Impl::Seal(std::unique_lock<std::mutex>& lock, bool only_if_full) {
@@ -206,10 +206,10 @@ void TraceWriter::Impl::WriteBatch(const detail::Batch& batch) {
   }
 }
 
+// Each block goes to the file at once (flushed), so a killed process loses at most the current one.
 void TraceWriter::Impl::WriteBytes(const std::vector<std::uint8_t>& bytes) {
-  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size() || std::fflush(file_) != 0) {
-    throw std::runtime_error(fmt::format("write failed: {}", std::strerror(errno)));
-  }
+  file_->Write(bytes.data(), bytes.size());
+  file_->Flush();
   bytes_written_.fetch_add(bytes.size(), std::memory_order_relaxed);
 }
 
@@ -256,8 +256,21 @@ void TraceWriter::Impl::Close() {
       Fail(e.what());
     }
   }
-  if (std::fclose(file_) != 0 && !failed_.load()) Fail(fmt::format("close failed: {}", std::strerror(errno)));
-  file_ = nullptr;
+  if (!failed_.load()) {
+    try {
+      file_->Commit();
+    } catch (const std::exception& e) {
+      Fail(e.what());
+    }
+  }
+  if (failed_.load()) {
+    // What was written is every complete block: keep it for the reader, under its own name.
+    const std::string kept = file_->Abandon();
+    if (!kept.empty()) {
+      std::lock_guard lock(error_mutex_);
+      error_ += fmt::format("; the blocks written so far are kept in {}", kept);
+    }
+  }
   ThrowIfFailed();
 }
 

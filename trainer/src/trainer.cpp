@@ -125,7 +125,9 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
                        {"batch", std::to_string(options.batch)},
                        {"steps", std::to_string(options.steps)},
                        {"seed", std::to_string(options.seed)}};
-    writer = std::make_unique<traces::TraceWriter>(options.trace_path, header);
+    traces::TraceWriterOptions writer_options;
+    writer_options.inputs = {options.data_path};  // never write the trace over the data
+    writer = std::make_unique<traces::TraceWriter>(options.trace_path, header, writer_options);
     system->SetSink(writer.get());
   }
   TagNames names(writer.get());

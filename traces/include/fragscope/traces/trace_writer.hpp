@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fragscope/traces/event.hpp"
 #include "fragscope/traces/tag_table.hpp"
@@ -20,12 +21,15 @@ struct TraceWriterOptions {
   std::uint32_t block_events = 65536;  // events per block: the most a crash can lose
   int compression_level = 3;           // zstd level
   bool background = true;              // encode and write blocks on a background thread
+  std::vector<std::string> inputs{};   // files being read: the trace must not replace one
 };
 
 class TraceWriter final : public EventSink {
  public:
-  // Creates (truncates) `path` and writes the file header. Throws TraceError naming the path when
-  // the file cannot be created.
+  // Writes to "<path>.<pid>.partial" beside `path` (AtomicFile), which Close renames to `path`;
+  // a process killed before that leaves the .partial file, whose complete blocks all read back.
+  // Throws TraceError naming the path when the file cannot be created or `path` is one of
+  // options.inputs.
   TraceWriter(const std::string& path, const TraceHeader& header,
               const TraceWriterOptions& options = {});
   ~TraceWriter() override;  // Close(); errors are logged, not thrown
@@ -41,7 +45,9 @@ class TraceWriter final : public EventSink {
 
   // Writes the current partial block and waits until every block is on disk (fflush).
   void Flush();
-  // Flush and close; further Record calls are ignored. Throws TraceError on a write error.
+  // Flush, close and move into place; further Record calls are ignored. Throws TraceError on a
+  // write error: then `path` is left as it was, and the blocks written so far stay in the
+  // .partial file that the error names.
   void Close();
 
   std::uint64_t events_written() const;  // events in blocks already on disk
