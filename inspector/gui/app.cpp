@@ -212,6 +212,8 @@ void App::Poll() {
       AddRecent(document_->path);
       spdlog::info("{}: {} events ({}) loaded in {:.3f} s", document_->path, n, document_->format,
                    document_->load_seconds);
+      // The same warnings the badge counts, for headless runs and logs.
+      for (const std::string& warning : document_->warnings) spdlog::warn("{}", warning);
       min_limit_.reset();
       min_limit_error_.clear();
       checked_advice_.reset();
@@ -338,6 +340,8 @@ void App::DrawUi() {
   if (document_ != nullptr) {
     ImGui::SameLine();
     if (ImGui::SmallButton(show_compare_ ? "hide compare" : "compare...")) show_compare_ = !show_compare_;
+    ImGui::SameLine();
+    warnings_.DrawBadge(*document_);
   }
   ImGui::End();
   if (document_ == nullptr) {
@@ -408,6 +412,7 @@ void App::DrawUi() {
     ImGui::End();
     if (!open_flag) show_compare_ = false;
   }
+  warnings_.Draw(document);
 }
 
 void App::Frame(bool swap) {

@@ -71,6 +71,7 @@ class App {
   const OomPanel& oom() const { return oom_panel_; }
   const LiveTablePanel& table() const { return table_; }
   ComparePanel& compare() { return compare_; }
+  WarningsPanel& warnings() { return warnings_; }
   void SetCursor(std::uint64_t event);
   // Moves the cursor as the keys do: ←/→, PgUp/PgDn, Home/End, [ ], o, O.
   void Apply(CursorAction action);
@@ -112,6 +113,7 @@ class App {
   HistogramPanel histogram_;
   OomPanel oom_panel_;
   ComparePanel compare_;
+  WarningsPanel warnings_;
   bool show_compare_ = false;
   double last_ui_ms_ = 0, last_render_ms_ = 0;  // of the last frame, for --bench
 };

@@ -175,6 +175,29 @@ class ComparePanel {
   const Document* results_of_ = nullptr;  // the document the replays are of
 };
 
+// The reader's and the model's warnings (a truncated file, skipped events, lines an importer could
+// not take): a badge with the count in the top bar, and the list in a window of its own on click.
+// A damaged input never opens looking whole. warnings_panel.cpp.
+class WarningsPanel {
+ public:
+  // The badge, on the current line of the current window; nothing when there are no warnings.
+  void DrawBadge(const Document& document);
+  // The list (clipped), in its own window while open.
+  void Draw(const Document& document);
+  bool open() const { return open_; }
+  void set_open(bool open) { open_ = open; }
+  // For tests: where the badge was last drawn (empty when it was not), and the rows of the last
+  // list drawn.
+  ImVec2 badge_min() const { return badge_min_; }
+  ImVec2 badge_max() const { return badge_max_; }
+  std::size_t rows_drawn() const { return rows_drawn_; }
+
+ private:
+  bool open_ = false;
+  ImVec2 badge_min_{0, 0}, badge_max_{0, 0};
+  std::size_t rows_drawn_ = 0;
+};
+
 // Top bar: open a trace (path box, recent files), device, colour, axis, cursor position, progress.
 class ToolbarPanel {
  public:

@@ -272,6 +272,40 @@ TEST(Inspector, ABadFileShowsAnErrorAndTheWindowGoesOn) {
   Render(*app);
 }
 
+// A damaged input never opens looking whole: the reader's warnings are counted in an amber badge in
+// the top bar, and listed on click.
+TEST(Inspector, ATruncatedTraceShowsItsWarnings) {
+  std::string skip;
+  const std::string clean = kSamples + "synth-small.fst";
+  const std::string cut = (std::filesystem::temp_directory_path() / "fragscope_gui_cut.fst").string();
+  std::filesystem::copy_file(clean, cut, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(clean) * 6 / 10);
+  auto app = OpenApp(cut, "", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  const auto& warnings = app->document()->warnings;
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings.front().find("fragscope_gui_cut.fst"), std::string::npos) << warnings.front();
+  Render(*app);
+  const ImVec2 min = app->warnings().badge_min(), max = app->warnings().badge_max();
+  ASSERT_GT(max.x - min.x, 20.f) << "no warnings badge drawn";
+  const Frame frame(*app);
+  const Rgb inside = frame.At(static_cast<int>(min.x) + 2, static_cast<int>((min.y + max.y) / 2));
+  EXPECT_EQ(inside, (Rgb{230, 160, 20})) << "the badge is not amber";
+  EXPECT_EQ(app->warnings().rows_drawn(), 0u);
+  app->warnings().set_open(true);
+  Render(*app);
+  EXPECT_EQ(app->warnings().rows_drawn(), warnings.size());
+
+  // The whole file: no badge.
+  app->Open(clean);
+  ASSERT_TRUE(app->WaitLoaded(false));
+  Render(*app);
+  EXPECT_TRUE(app->document()->warnings.empty());
+  EXPECT_EQ(app->warnings().badge_max().x, app->warnings().badge_min().x);
+  std::filesystem::remove(cut);
+}
+
 TEST(Inspector, CompareReplaysBothConfigurationsSideBySide) {
   std::string skip;
   auto app = OpenApp(kSamples + "synth-small.fst", "compare", std::nullopt, &skip);
