@@ -129,6 +129,45 @@ void ParseGrowth(std::string_view key, std::string_view value, AllocConf& conf) 
   conf.growth = ParseSwitch(key, value);
 }
 
+// True when the decimal text of a number (digits, an optional point, an optional exponent; already
+// accepted by from_chars) is above 1 exactly, as written: "1.0000000000000000001" is, though it
+// reads as the double 1.0. Only called for text that reads as 1.0.
+bool DecimalTextAboveOne(std::string_view text) {
+  std::string digits;        // every digit of the mantissa, in order
+  long long point = -1;      // digits before the point; -1: no point
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] != 'e' && text[i] != 'E'; ++i) {
+    if (text[i] == '.') {
+      point = static_cast<long long>(digits.size());
+    } else if (text[i] >= '0' && text[i] <= '9') {
+      digits += text[i];
+    }
+  }
+  if (point < 0) point = static_cast<long long>(digits.size());
+  long long exponent = 0;
+  if (i < text.size()) {
+    ++i;  // 'e'
+    bool negative = false;
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+      exponent = std::min<long long>(exponent * 10 + (text[i] - '0'), 1'000'000'000);
+    }
+    if (negative) exponent = -exponent;
+  }
+  // value = 0.DIGITS x 10^(point + exponent); drop leading zeros (each moves the point) and
+  // trailing zeros (they change nothing).
+  std::size_t first = 0;
+  while (first < digits.size() && digits[first] == '0') ++first;
+  std::size_t last = digits.size();
+  while (last > first && digits[last - 1] == '0') --last;
+  if (first == last) return false;  // zero
+  const long long magnitude = point + exponent - static_cast<long long>(first);
+  // 1 is 0.1 x 10^1: anything with a larger magnitude, or the same magnitude and more digits than
+  // a single leading 1, is above it.
+  if (magnitude != 1) return magnitude > 1;
+  return digits[first] != '1' || last - first > 1;
+}
+
 void ParsePreallocate(std::string_view key, std::string_view value, AllocConf& conf) {
   constexpr std::string_view kExpect = "a fraction of the capacity in (0, 1] such as 0.8, or off";
   if (const std::optional<bool> word = ParseSwitchWord(value); word.has_value() && !*word) {
@@ -140,7 +179,7 @@ void ParsePreallocate(std::string_view key, std::string_view value, AllocConf& c
   const char* last = value.data() + value.size();
   auto [end, ec] = std::from_chars(value.data(), last, fraction, std::chars_format::general);
   if (ec != std::errc() || end != last || !std::isfinite(fraction) ||
-      fraction < 0.0 || fraction > 1.0) {
+      fraction < 0.0 || fraction > 1.0 || (fraction == 1.0 && DecimalTextAboveOne(value))) {
     BadValue(key, value, kExpect);
   }
   conf.preallocate = fraction;  // 0 (written as "0.0") means off as well
@@ -434,12 +473,13 @@ AllocConf ParseAllocConf(std::string_view text) {
 }
 
 AllocConf ResolveAllocConf(std::string_view cli, std::string* source) {
-  if (!cli.empty()) {
+  // An empty or all-blank value counts as not given, on the command line and in the environment.
+  if (!Trim(cli).empty()) {
     if (source != nullptr) *source = "--alloc-conf";
     return ParseAllocConf(cli);
   }
   const char* env = std::getenv(kAllocConfEnv);
-  if (env != nullptr && *env != '\0') {
+  if (env != nullptr && !Trim(env).empty()) {
     if (source != nullptr) *source = kAllocConfEnv;
     try {
       return ParseAllocConf(env);

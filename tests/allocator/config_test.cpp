@@ -677,5 +677,44 @@ TEST(ResolveAllocConf, CommandLineErrorsAreNotPrefixed) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 13: a fraction whose text is above 1 is refused even when it reads as the double 1.0;
+// blank values count as not given.
+
+TEST(AllocConfPreallocate, TextAboveOneIsRefusedEvenWhenItRoundsToOne) {
+  for (std::string_view value : {"1.0000000000000000001", "1.00000000000000000000000001",
+                                 "1.0000000000000000001e0", "0.10000000000000000001e1",
+                                 "10.000000000000000001e-1"}) {
+    ExpectBadValue("preallocate", value, {"(0, 1]"});
+  }
+  // Exactly 1 however written, and just below 1 (it reads as 1.0 too), are fine.
+  for (std::string_view value : {"1", "1.0", "1.000000000000000000000", "1e0", "10e-1", "100e-2",
+                                 "0.1e1", "0.99999999999999999999", "01.0"}) {
+    EXPECT_EQ(ParseAllocConf("preallocate=" + std::string(value)).preallocate, 1.0) << value;
+  }
+}
+
+TEST(ResolveAllocConf, BlankCommandLineCountsAsNotGiven) {
+  {
+    ScopedEnv env(nullptr);
+    std::string source;
+    EXPECT_EQ(ResolveAllocConf("   ", &source), AllocConf{});
+    EXPECT_EQ(source, "defaults");
+    EXPECT_EQ(ResolveAllocConf(" \t\n", &source), AllocConf{});
+    EXPECT_EQ(source, "defaults");
+  }
+  ScopedEnv env("growth=off");
+  std::string source;
+  EXPECT_FALSE(ResolveAllocConf("  ", &source).growth);
+  EXPECT_EQ(source, "FRAGSCOPE_ALLOC_CONF");
+}
+
+TEST(ResolveAllocConf, BlankEnvironmentMeansDefaults) {
+  ScopedEnv env("   ");
+  std::string source;
+  EXPECT_EQ(ResolveAllocConf("", &source), AllocConf{});
+  EXPECT_EQ(source, "defaults");
+}
+
 }  // namespace
 }  // namespace fragscope
