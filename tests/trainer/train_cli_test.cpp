@@ -118,5 +118,92 @@ TEST(TrainCli, EnvironmentChoosesThePolicy) {
   EXPECT_EQ(RunTrain("--backend sim --batch 64 --steps 2 --alloc-conf limit=1GiB", "FRAGSCOPE_ALLOC_CONF=limit=4MiB").code, 0);
 }
 
+// Issue 13: every bad number names its flag and exits 2; CLI11 alone took nan, inf and a negative
+// seed (as 2^64 - 5).
+TEST(TrainCli, SgdNumbersAndTheSeedAreChecked) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"--lr nan", "--lr: 'nan' is not a learning rate"},
+      {"--lr inf", "--lr: 'inf' is not a learning rate"},
+      {"--lr 0", "--lr: '0' is not a learning rate"},
+      {"--lr -0.1", "--lr: '-0.1' is not a learning rate"},
+      {"--momentum -5", "--momentum: '-5' is not a momentum"},
+      {"--momentum 1", "--momentum: '1' is not a momentum"},
+      {"--momentum nan", "--momentum: 'nan' is not a momentum"},
+      {"--weight-decay nan", "--weight-decay: 'nan' is not a weight decay"},
+      {"--weight-decay -1", "--weight-decay: '-1' is not a weight decay"},
+      {"--seed -5", "--seed: '-5' is not a seed"},
+      {"--seed 18446744073709551616", "--seed: '18446744073709551616' is not a seed"},
+  };
+  for (const auto& [args, message] : bad) {
+    const Result r = RunTrain(std::string(args) + " --backend sim --steps 0");
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_EQ(r.out.rfind(message, 0), 0u) << args << ": " << r.out;  // the first line
+  }
+  for (const char* args : {"--lr 0.1 --momentum 0 --weight-decay 0 --seed 0",
+                           "--momentum 0.99 --seed 18446744073709551615"}) {
+    EXPECT_EQ(RunTrain(std::string(args) + " --backend sim --steps 0").code, 0) << args;
+  }
+}
+
+// Issue 13: an error in FRAGSCOPE_ALLOC_CONF says so and quotes the variable as the user wrote it
+// (not with the backend's backing in front), and positions count in it.
+TEST(TrainCli, EnvironmentConfErrorsNameTheVariableAndQuoteItsText) {
+  Result r = RunTrain("--steps 0", "FRAGSCOPE_ALLOC_CONF='growth=on,,gc=on'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out,
+            "error: FRAGSCOPE_ALLOC_CONF: empty item at position 2 (character 11) of allocator "
+            "configuration 'growth=on,,gc=on': expected key=value pairs separated by single commas\n");
+  r = RunTrain("--steps 0", "FRAGSCOPE_ALLOC_CONF=growth=maybe");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out, "error: FRAGSCOPE_ALLOC_CONF: bad value 'maybe' for key 'growth': expected on or off\n");
+  r = RunTrain("--steps 0", "FRAGSCOPE_ALLOC_CONF='gc=on,gc=off'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out,
+            "error: FRAGSCOPE_ALLOC_CONF: key 'gc' is given twice in allocator configuration "
+            "'gc=on,gc=off' (positions 1 and 2)\n");
+  // How the keys combine with the backing the backend adds: the message says where it came from.
+  r = RunTrain("--backend cuda --steps 0", "FRAGSCOPE_ALLOC_CONF=external_use=1GiB");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("error: FRAGSCOPE_ALLOC_CONF: external_use=1GiB needs backing sim or host", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("backing=cuda is the cuda backend's own"), std::string::npos) << r.out;
+  // From --alloc-conf: the same text, no variable named.
+  r = RunTrain("--steps 0 --alloc-conf 'growth=on,,gc=on'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("error: empty item at position 2 (character 11) of allocator configuration "
+                        "'growth=on,,gc=on'", 0),
+            0u)
+      << r.out;
+}
+
+// Issue 13: a blank configuration is the defaults (with the backend's backing), not an error.
+TEST(TrainCli, BlankAllocConfMeansTheDefaults) {
+  Result r = RunTrain("--backend sim --steps 1 --json --alloc-conf '   '");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(Json(r)["alloc_conf"].get<std::string>().rfind("backing=sim,", 0), 0u);
+  r = RunTrain("--backend sim --steps 1 --json", "FRAGSCOPE_ALLOC_CONF='  '");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // A blank --alloc-conf counts as not given: the environment applies.
+  r = RunTrain("--backend sim --batch 64 --steps 2 --json --alloc-conf ' '", "FRAGSCOPE_ALLOC_CONF=limit=4MiB");
+  ASSERT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(Json(r)["oom"]["limit"], 4u * 1024 * 1024);
+}
+
+// Issue 13: a batch too big for the host went to std::vector before the allocator ("error:
+// std::bad_alloc"); the allocator now sees it first and its OOM report explains it.
+TEST(TrainCli, HugeBatchIsTheAllocatorsOomNotBadAlloc) {
+  const Result r = RunTrain("--batch 1048576 --image-size 256 --classes 2 --alloc-conf limit=64MiB --steps 1 --json");
+  ASSERT_EQ(r.code, 1) << r.out;
+  const auto doc = Json(r);
+  EXPECT_EQ(doc["oom"]["tag"], "input/images");
+  EXPECT_EQ(doc["oom"]["request"], 1048576ull * 3 * 256 * 256 * 4);
+  // Host memory the allocator does not serve: a clear error naming the flags and the bytes.
+  const Result host = RunTrain("--classes 1048576 --image-size 4096 --steps 1");
+  EXPECT_EQ(host.code, 2) << host.out;
+  EXPECT_NE(host.out.find("error: out of host memory outside the allocator: --classes 1048576 with "
+                          "--image-size 4096 needs 192.00 TiB"),
+            std::string::npos)
+      << host.out;
+}
+
 }  // namespace
 }  // namespace fragscope::trainer

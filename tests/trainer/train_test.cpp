@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -110,6 +111,45 @@ TEST(Train, CpuBackendRefusesSimBacking) {
   EXPECT_EQ(WithDefaultBacking(BackendKind::kCpu, "limit=1GiB"), "backing=host,limit=1GiB");
   EXPECT_EQ(WithDefaultBacking(BackendKind::kSim, ""), "backing=sim");
   EXPECT_EQ(WithDefaultBacking(BackendKind::kSim, "backing=host"), "backing=host");
+  // Blank is the defaults; a key that merely contains the word is not the backing key.
+  EXPECT_EQ(WithDefaultBacking(BackendKind::kCpu, "   "), "backing=host");
+  EXPECT_EQ(WithDefaultBacking(BackendKind::kSim, " backing = host ,gc=on"), " backing = host ,gc=on");
+  EXPECT_EQ(WithDefaultBacking(BackendKind::kSim, "nobacking=1"), "backing=sim,nobacking=1");
+}
+
+// Issue 13: Train refuses SGD numbers the command line refuses (a program may call it directly).
+TEST(Train, RefusesSgdNumbersOutOfRange) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const double lr : {nan, inf, 0.0, -0.1}) {
+    TrainOptions options = CpuOptions("tiny", 4, 1);
+    options.lr = lr;
+    EXPECT_THROW(Train(options), std::invalid_argument) << lr;
+  }
+  for (const double momentum : {nan, -5.0, 1.0}) {
+    TrainOptions options = CpuOptions("tiny", 4, 1);
+    options.momentum = momentum;
+    EXPECT_THROW(Train(options), std::invalid_argument) << momentum;
+  }
+  for (const double decay : {nan, inf, -1.0}) {
+    TrainOptions options = CpuOptions("tiny", 4, 1);
+    options.weight_decay = decay;
+    EXPECT_THROW(Train(options), std::invalid_argument) << decay;
+  }
+}
+
+// The cpu backend writes each batch straight into allocator memory: the same samples as a batch
+// read into host vectors.
+TEST(Data, NextIntoGivesTheSamplesOfNext) {
+  auto a = MakeSyntheticData(3, 8, 10, 5);
+  auto b = MakeSyntheticData(3, 8, 10, 5);
+  Batch whole;
+  a->Next(7, &whole);
+  std::vector<float> images(7 * 3 * 8 * 8);
+  std::vector<std::int32_t> labels(7);
+  b->NextInto(3, images.data(), labels.data());  // in two shares, as over two devices
+  b->NextInto(4, images.data() + 3 * 3 * 8 * 8, labels.data() + 3);
+  EXPECT_EQ(whole.images, images);
+  EXPECT_EQ(whole.labels, labels);
 }
 
 void WriteFile(const std::string& path, const std::vector<std::uint8_t>& bytes) {

@@ -5,8 +5,16 @@
 //   fragscope-train --scenario fragmentation --backend sim
 //
 // Exit codes: 0 trained, 1 stopped by an OOM (the report says why), 2 bad usage or input.
+#include <algorithm>
+#include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <string_view>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -38,6 +46,40 @@ nlohmann::json OomJson(const OomReport& r, const OomContext& ctx) {
   return json;
 }
 
+// Checks of the text of a number option, before CLI11 converts it: CLI11 reads "nan" and "inf" as
+// doubles, and "-5" into an unsigned integer as 2^64 - 5, without a word.
+CLI::Validator RealNumber(std::string what, std::string expected, bool (*in_range)(double)) {
+  return CLI::Validator(
+      [what, expected, in_range](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || !in_range(value)) {
+          return fmt::format("'{}' is not {}: expected {}", text, what, expected);
+        }
+        return "";
+      },
+      expected);
+}
+
+CLI::Validator WholeNumber(std::string what) {
+  return CLI::Validator(
+      [what](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const char* last = text.data() + text.size();
+        const auto [end, ec] = std::from_chars(text.data(), last, value);
+        if (text.empty() || text.front() < '0' || text.front() > '9' || ec != std::errc() || end != last) {
+          return fmt::format("'{}' is not {}: expected a whole number from 0 to {}", text, what,
+                             std::numeric_limits<std::uint64_t>::max());
+        }
+        return "";
+      },
+      "0 to 2^64-1");
+}
+
+bool IsBlank(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
+}
+
 std::string ScenarioList() {
   std::string text;
   for (const Scenario& s : trainer::Scenarios()) text += fmt::format("\n  {:<14} {}", s.name, s.summary);
@@ -67,10 +109,15 @@ int main(int argc, char** argv) {
   app.add_option("--image-size", image_size, "square input side (default 32; 224 for ImageNet shapes)")
       ->check(CLI::Range(8, 4096));
   app.add_option("--classes", classes, "classes (default 10, 1000 for inputs above 64)")->check(CLI::Range(2, 1 << 20));
-  app.add_option("--lr", options.lr, "SGD learning rate");
-  app.add_option("--momentum", options.momentum, "SGD momentum");
-  app.add_option("--weight-decay", options.weight_decay, "SGD weight decay");
-  app.add_option("--seed", options.seed, "seed of the weights and the synthetic data");
+  app.add_option("--lr", options.lr, "SGD learning rate (finite, > 0)")
+      ->check(RealNumber("a learning rate", "a finite number greater than 0", [](double v) { return v > 0.0; }));
+  app.add_option("--momentum", options.momentum, "SGD momentum (in [0, 1))")
+      ->check(RealNumber("a momentum", "a number from 0 up to but not including 1",
+                         [](double v) { return v >= 0.0 && v < 1.0; }));
+  app.add_option("--weight-decay", options.weight_decay, "SGD weight decay (finite, >= 0)")
+      ->check(RealNumber("a weight decay", "a finite number of at least 0", [](double v) { return v >= 0.0; }));
+  app.add_option("--seed", options.seed, "seed of the weights and the synthetic data (0 to 2^64-1)")
+      ->check(WholeNumber("a seed"));
   app.add_option("--alloc-conf", conf_text,
                  "allocator configuration (default: $FRAGSCOPE_ALLOC_CONF, else defaults); the "
                  "backend's backing is added when none is named (host for cpu, sim for sim)");
@@ -89,22 +136,53 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
 
   ParseBackendKind(backend_text, &options.backend);
-  std::string conf = conf_text;
-  if (conf.empty()) {
-    if (const char* env = std::getenv(kAllocConfEnv)) conf = env;
+  // The user's own configuration: --alloc-conf, else the environment variable; blank counts as
+  // not given (all defaults).
+  std::string user_conf;
+  bool from_env = false;
+  if (!IsBlank(conf_text)) {
+    user_conf = conf_text;
+  } else if (const char* env = std::getenv(kAllocConfEnv); env != nullptr && !IsBlank(env)) {
+    user_conf = env;
+    from_env = true;
   }
+  std::string conf = user_conf;
+  std::string scenario_conf;  // the scenario's own keys, for messages
   if (!scenario_name.empty()) {
     const Scenario* scenario = FindScenario(scenario_name);
+    scenario_conf = scenario->alloc_conf;
     conf = ApplyScenario(*scenario, conf, &options);
   }
   if (!schedule.empty()) options.batch_schedule = schedule;
   if (image_size != 0) options.model.image_size = image_size;
   options.model.classes = classes != 0 ? classes : (options.model.image_size > 64 ? 1000 : 10);
-  const std::string full_conf = WithDefaultBacking(options.backend, conf);
 
   TrainResult result;
   try {
-    options.alloc_conf = ParseAllocConf(full_conf);
+    const auto from = [from_env](const ConfigError& e, const std::string& context) {
+      return ConfigError(e.key(), fmt::format("{}{}{}", from_env ? fmt::format("{}: ", kAllocConfEnv) : "",
+                                              e.what(), context));
+    };
+    // The user's text alone first, so that an error quotes what they wrote and its positions
+    // count in it; then with the scenario's keys and the backend's backing added, where only how
+    // the keys combine can fail.
+    try {
+      (void)ParseAllocConf(user_conf);
+    } catch (const ConfigError& e) {
+      throw from(e, "");
+    }
+    const std::string full_conf = WithDefaultBacking(options.backend, conf);
+    try {
+      options.alloc_conf = ParseAllocConf(full_conf);
+    } catch (const ConfigError& e) {
+      std::string context;
+      if (!scenario_conf.empty()) context += fmt::format("; the scenario {} adds {}", scenario_name, scenario_conf);
+      if (full_conf != conf && std::string_view(e.what()).find("backing") != std::string_view::npos) {
+        context += fmt::format("; {} is the {} backend's own, added as none is named",
+                               full_conf.substr(0, full_conf.find(',')), backend_text);
+      }
+      throw from(e, context);
+    }
     if (!json) {
       fmt::print("fragscope-train: {} on {}, batch {}, {} steps, allocator '{}'\n", options.model.name,
                  backend_text, options.batch_schedule.empty() ? std::to_string(options.batch) : "scheduled",
@@ -129,6 +207,17 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const traces::TraceError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc& e) {
+    // Host memory outside the allocator (a batch's host copy for the GPU, a data set, buffers of
+    // the loop): no OOM report to give, but the batch that asked for it.
+    const std::string why = e.what();
+    if (why != std::bad_alloc().what()) {
+      fmt::print(stderr, "error: out of host memory outside the allocator: {}\n", why);
+    } else {
+      fmt::print(stderr, "error: out of host memory outside the allocator while training with --batch {}\n",
+                 options.batch_schedule.empty() ? std::to_string(options.batch) : "(a schedule)");
+    }
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -50,17 +50,14 @@ class InMemoryData final : public DataSource {
   std::string Describe() const override {
     return fmt::format("{}: {} images of {}x{}x{}", what_, labels_.size(), channels_, size_, size_);
   }
-  void Next(int n, Batch* batch) override {
+  void NextInto(int n, float* images, std::int32_t* labels) override {
     const std::size_t sample = static_cast<std::size_t>(channels_) * static_cast<std::size_t>(size_ * size_);
-    batch->n = n;
-    batch->images.resize(static_cast<std::size_t>(n) * sample);
-    batch->labels.resize(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
       const std::size_t index = next_;
       next_ = (next_ + 1) % labels_.size();
-      batch->labels[static_cast<std::size_t>(i)] = labels_[index];
+      labels[static_cast<std::size_t>(i)] = labels_[index];
       for (std::size_t j = 0; j < sample; ++j) {
-        batch->images[static_cast<std::size_t>(i) * sample + j] =
+        images[static_cast<std::size_t>(i) * sample + j] =
             static_cast<float>((pixels_[index * sample + j] / 255.0 - mean_) / std_);
       }
     }

@@ -19,18 +19,15 @@ class SyntheticData final : public DataSource {
   std::string Describe() const override {
     return fmt::format("synthetic {} classes of {}x{}x{}", classes_, channels_, size_, size_);
   }
-  void Next(int n, Batch* batch) override {
+  void NextInto(int n, float* images, std::int32_t* labels) override {
     const std::size_t sample = SampleSize();
-    batch->n = n;
-    batch->images.resize(static_cast<std::size_t>(n) * sample);
-    batch->labels.resize(static_cast<std::size_t>(n));
     std::uniform_int_distribution<int> pick(0, classes_ - 1);
     std::normal_distribution<float> noise(0.0f, 1.0f);
     for (int i = 0; i < n; ++i) {
       const int label = pick(rng_);
-      batch->labels[static_cast<std::size_t>(i)] = label;
+      labels[static_cast<std::size_t>(i)] = label;
       const float* proto = prototypes_.data() + static_cast<std::size_t>(label) * sample;
-      float* out = batch->images.data() + static_cast<std::size_t>(i) * sample;
+      float* out = images + static_cast<std::size_t>(i) * sample;
       for (std::size_t j = 0; j < sample; ++j) out[j] = 0.5f * proto[j] + noise(rng_);
     }
   }
@@ -45,6 +42,15 @@ class SyntheticData final : public DataSource {
 };
 
 }  // namespace
+
+void DataSource::Next(int n, Batch* batch) {
+  const std::size_t sample = static_cast<std::size_t>(channels()) * static_cast<std::size_t>(image_size()) *
+                             static_cast<std::size_t>(image_size());
+  batch->n = n;
+  batch->images.resize(static_cast<std::size_t>(n) * sample);
+  batch->labels.resize(static_cast<std::size_t>(n));
+  NextInto(n, batch->images.data(), batch->labels.data());
+}
 
 std::unique_ptr<DataSource> MakeSyntheticData(int channels, int image_size, int classes,
                                               std::uint64_t seed) {

@@ -1,7 +1,9 @@
 #include "fragscope/trainer/trainer.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <new>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -65,15 +67,43 @@ struct LeakWatch {
   }
 };
 
+// std::bad_alloc that says what the host could not give: a batch's host copy for the GPU.
+class HostAllocFailure : public std::bad_alloc {
+ public:
+  explicit HostAllocFailure(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+
+std::string_view TrimSpace(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// Whether the configuration text has a `backing` key (not merely the word somewhere).
+bool NamesBacking(std::string_view text) {
+  while (true) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    if (TrimSpace(item.substr(0, item.find('='))) == "backing") return true;
+    if (comma == std::string_view::npos) return false;
+    text.remove_prefix(comma + 1);
+  }
+}
+
 std::string Owner(const std::string& param_name) { return param_name.substr(0, param_name.rfind('/')); }
 std::string Role(const std::string& param_name) { return param_name.substr(param_name.rfind('/') + 1); }
 
 }  // namespace
 
 std::string WithDefaultBacking(BackendKind backend, const std::string& text) {
-  if (text.find("backing") != std::string::npos) return text;
+  if (NamesBacking(text)) return text;
   const char* backing = backend == BackendKind::kCpu ? "host" : backend == BackendKind::kSim ? "sim" : "cuda";
-  return text.empty() ? fmt::format("backing={}", backing) : fmt::format("backing={},{}", backing, text);
+  // Blank text is all defaults: the backing alone (not "backing=host,   ", an empty item).
+  return TrimSpace(text).empty() ? fmt::format("backing={}", backing) : fmt::format("backing={},{}", backing, text);
 }
 
 void CheckBacking(BackendKind backend, const AllocConf& conf) {
@@ -95,6 +125,16 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
   for (int b : options.batch_schedule) {
     if (b < 1) throw std::invalid_argument("every batch of the schedule must be at least 1");
   }
+  if (!std::isfinite(options.lr) || options.lr <= 0.0) {
+    throw std::invalid_argument(fmt::format("the learning rate must be a finite number greater than 0, not {}", options.lr));
+  }
+  if (!(options.momentum >= 0.0 && options.momentum < 1.0)) {
+    throw std::invalid_argument(fmt::format("the momentum must be in [0, 1), not {}", options.momentum));
+  }
+  if (!std::isfinite(options.weight_decay) || options.weight_decay < 0.0) {
+    throw std::invalid_argument(
+        fmt::format("the weight decay must be a finite number of at least 0, not {}", options.weight_decay));
+  }
   CheckBacking(options.backend, options.alloc_conf);
   std::unique_ptr<DataSource> data;
   ModelSpec spec = options.model;
@@ -106,7 +146,16 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
   }
   auto backend = MakeBackend(options.backend);
   if (!data && backend->computes()) {
-    data = MakeSyntheticData(spec.channels, spec.image_size, spec.classes, options.seed);
+    try {
+      data = MakeSyntheticData(spec.channels, spec.image_size, spec.classes, options.seed);
+    } catch (const std::bad_alloc&) {
+      const double bytes = 4.0 * spec.classes * spec.channels * spec.image_size * spec.image_size;
+      throw HostAllocFailure(fmt::format(
+          "--classes {} with --image-size {} needs {} of host memory for the synthetic data's class "
+          "prototypes ({} images of {}x{}x{} floats)",
+          spec.classes, spec.image_size, FormatBytes(static_cast<std::uint64_t>(bytes)), spec.classes,
+          spec.channels, spec.image_size, spec.image_size));
+    }
   }
   auto system = MemorySystem::Create(options.alloc_conf);
   const auto devices = static_cast<int>(system->device_count());
@@ -154,24 +203,35 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
                           ? options.batch
                           : options.batch_schedule[static_cast<std::size_t>(step) % options.batch_schedule.size()];
         if (n < devices) throw std::invalid_argument("the batch must have at least one sample per device");
-        if (backend->computes()) data->Next(n, &host);
         for (auto& dev : devs) dev.Mark(fmt::format("step {} begin", step));
         double loss_sum = 0.0, correct = 0.0;
-        int offset = 0;
         for (int d = 0; d < devices; ++d) {
           Device& dev = devs[static_cast<std::size_t>(d)];
           const int share = n / devices + (d < n % devices ? 1 : 0);
           ctx.phase = "forward";
           dev.Mark("forward");
           const Shape shape{share, spec.channels, spec.image_size, spec.image_size};
+          // The allocator first: a batch too big for the device is its OOM, with its report.
           Tensor images = dev.Alloc(shape, "input", "images");
           Tensor labels = dev.AllocBytes(static_cast<std::uint64_t>(share) * sizeof(std::int32_t), "input", "labels");
-          if (backend->computes()) {
-            backend->Upload(images, host.images.data() + static_cast<std::size_t>(offset) * static_cast<std::size_t>(shape.per_sample()),
-                            images.bytes());
-            backend->Upload(labels, host.labels.data() + offset, labels.bytes());
+          if (backend->computes() && options.backend == BackendKind::kCpu) {
+            // Host memory from the allocator: the samples go straight in, no copy on the side.
+            data->NextInto(share, images.f(), labels.i32());
+          } else if (backend->computes()) {
+            // Each device's share of the batch in turn (the same samples as the whole batch at
+            // once), staged on the host for the upload.
+            try {
+              data->Next(share, &host);
+            } catch (const std::bad_alloc&) {
+              throw HostAllocFailure(fmt::format(
+                  "--batch {} needs {} of host memory to stage device {}'s {} images of {}x{}x{} floats "
+                  "for the upload",
+                  n, FormatBytes(images.bytes() + labels.bytes()), d, share, spec.channels, spec.image_size,
+                  spec.image_size));
+            }
+            backend->Upload(images, host.images.data(), images.bytes());
+            backend->Upload(labels, host.labels.data(), labels.bytes());
           }
-          offset += share;
           Model& model = *models[static_cast<std::size_t>(d)];
           Tensor logits = model.Forward(dev, images);
           LossOutput loss = SoftmaxCrossEntropyLoss(dev, logits, labels);

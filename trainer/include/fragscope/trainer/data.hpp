@@ -35,8 +35,11 @@ class DataSource {
   virtual int image_size() const = 0;
   virtual int classes() const = 0;
   virtual std::string Describe() const = 0;
-  // The next `n` samples (wrapping around a finite data set).
-  virtual void Next(int n, Batch* batch) = 0;
+  // The next `n` samples (wrapping around a finite data set) into `batch`, resized to hold them.
+  void Next(int n, Batch* batch);
+  // The same, written straight into `images` (n x channels x size x size floats) and `labels`
+  // (n): the cpu backend fills its allocator memory with no copy of the batch on the side.
+  virtual void NextInto(int n, float* images, std::int32_t* labels) = 0;
 };
 
 std::unique_ptr<DataSource> MakeSyntheticData(int channels, int image_size, int classes,
