@@ -3,9 +3,10 @@
 #
 #   ./build.sh run          install dependencies, build, run the main job
 #   ./build.sh test         install dependencies, build, run the whole test suite
-#   ./build.sh sanitize     ASan+UBSan and TSan builds of the allocator, trace and importer tests
+#   ./build.sh sanitize     ASan+UBSan and TSan builds of the allocator, trace, importer, hostile tests
 #   ./build.sh bench        build and run the benchmarks (not part of the test suite)
-#   ./build.sh fuzz [T] [S] fuzz reader T (trace_reader, pickle_reader, tf_log, rmm_csv) for S seconds
+#   ./build.sh fuzz [T] [S] fuzz target T (trace_reader, pickle_reader, tf_log, rmm_csv, allocator_api,
+#                           alloc_conf) for S seconds
 #   ./build.sh deps         only install the Debian packages
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -91,11 +92,12 @@ case "${1:-help}" in
     ctest --preset release
     ;;
   sanitize)
-    # Only the suites each sanitizer is for: memory errors in the allocator and in everything that
-    # parses files (ASan+UBSan), data races in the allocator and the trace writer (TSan).
+    # Only the suites each sanitizer is for: memory errors in the allocator, in everything that
+    # parses files and in the executables on hostile input (ASan+UBSan), data races in the
+    # allocator and the trace writer (TSan).
     deps
-    build asan $(test_targets allocator traces import)
-    log "allocator, trace and importer tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+    build asan $(test_targets allocator traces import hostile) fragscope fragscope-train
+    log "allocator, trace, importer and hostile-input tests under AddressSanitizer + UndefinedBehaviorSanitizer"
     ctest --preset asan
     build tsan $(test_targets allocator traces)
     log "allocator and trace tests under ThreadSanitizer"
@@ -113,7 +115,7 @@ case "${1:-help}" in
     fuzz/run.sh "${@:2}"
     ;;
   help|-h|--help)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
     echo "error: unknown command '$1' (try: ./build.sh help)" >&2

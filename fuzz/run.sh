@@ -13,6 +13,9 @@
 #   tf_log          the TensorFlow / XLA BFC log reader (also seeded, read in place, with
 #                   ../shared/data/tf when present)
 #   rmm_csv         the RAPIDS RMM CSV log reader, and the writer's round trip
+#   allocator_api   the allocator's API on sim and host backings under every policy: sizes near
+#                   every power of two and 2^64, frees of foreign and interior pointers
+#   alloc_conf      the configuration parser (--alloc-conf, FRAGSCOPE_ALLOC_CONF)
 #
 # Builds with clang++ straight from traces/src (not through CMake) into build/fuzz/TARGET/. New
 # inputs the fuzzer finds go to build/fuzz/TARGET/corpus/, crashes to build/fuzz/TARGET/artifacts/.
@@ -43,7 +46,10 @@ case "$target" in
   pickle_reader) max_len=65536 ;;
   tf_log) max_len=262144 ;;
   rmm_csv) max_len=65536 ;;
-  *) echo "error: unknown fuzz target '$target' (trace_reader, pickle_reader, tf_log, rmm_csv)" >&2; exit 2 ;;
+  allocator_api) max_len=4096 ;;
+  alloc_conf) max_len=1024 ;;
+  *) echo "error: unknown fuzz target '$target' (trace_reader, pickle_reader, tf_log, rmm_csv," \
+          "allocator_api, alloc_conf)" >&2; exit 2 ;;
 esac
 seed_dirs=("fuzz/corpus/$target")
 if [ "$target" = tf_log ]; then seed_dirs+=(tests/import/fixtures/tf); fi
@@ -74,10 +80,44 @@ if [ "$stale" -eq 1 ]; then
   ar rcs "$LIB" build/fuzz/lib/obj/*.o
 fi
 
+# The allocator targets link the allocator's sources too (no CUDA backings), instrumented the same
+# way, into a second archive.
+TARGET_LIBS=("$LIB")
+case "$target" in
+  allocator_api|alloc_conf)
+    ALLOC_SOURCES=(allocator/src/*.cpp)
+    ALLOC_LIB=build/fuzz/lib/libfragscope_allocator_fuzz.a
+    stale=0
+    if [ ! -e "$ALLOC_LIB" ]; then stale=1; else
+      for source in "${ALLOC_SOURCES[@]}" allocator/src/*.hpp allocator/include/fragscope/allocator/*.hpp \
+                    traces/include/fragscope/traces/*.hpp fuzz/run.sh; do
+        if [ "$source" -nt "$ALLOC_LIB" ]; then stale=1; break; fi
+      done
+    fi
+    if [ "$stale" -eq 1 ]; then
+      echo "==> building $ALLOC_LIB with $CXX" >&2
+      rm -rf build/fuzz/lib/alloc_obj && mkdir -p build/fuzz/lib/alloc_obj
+      pids=()
+      for source in "${ALLOC_SOURCES[@]}"; do
+        object=build/fuzz/lib/alloc_obj/$(basename "$source" .cpp).o
+        "$CXX" "${FLAGS[@]}" -Iallocator/include -Iallocator/src $(pkg-config --cflags fmt spdlog) \
+          -c "$source" -o "$object" &
+        pids+=($!)
+        if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+      done
+      for pid in "${pids[@]}"; do wait "$pid"; done
+      rm -f "$ALLOC_LIB"
+      ar rcs "$ALLOC_LIB" build/fuzz/lib/alloc_obj/*.o
+    fi
+    TARGET_LIBS=("$ALLOC_LIB" "$LIB")
+    FLAGS+=(-Iallocator/include)
+    ;;
+esac
+
 OUT=build/fuzz/$target
 mkdir -p "$OUT/corpus" "$OUT/artifacts"
 echo "==> building $OUT/fuzz with $CXX" >&2
-"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "fuzz/${target}_fuzz.cpp" "$LIB" $DEPS -pthread -o "$OUT/fuzz"
+"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "fuzz/${target}_fuzz.cpp" "${TARGET_LIBS[@]}" $DEPS -pthread -o "$OUT/fuzz"
 
 rm -f "$OUT"/artifacts/*
 echo "==> fuzzing $target for $seconds s" >&2
