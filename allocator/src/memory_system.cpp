@@ -2,13 +2,14 @@
 
 #include <chrono>
 #include <cmath>
-#include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "bfc_allocator.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/traces/byte_math.hpp"
 #include "passthrough_allocator.hpp"
 
 namespace fragscope {
@@ -40,11 +41,14 @@ std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf,
     }
     limits.push_back(limit);
   } else {
-    const std::uint64_t total = std::accumulate(limits.begin(), limits.end(), std::uint64_t{0});
-    if (total > available) {
+    // Checked: a configuration built in code need not have passed the parser's 4 EiB cap.
+    std::optional<std::uint64_t> total = 0;
+    for (const std::uint64_t limit : limits) total = total ? traces::CheckedAdd(*total, limit) : total;
+    if (!total || *total > available) {
       throw ConfigError("virtual_devices",
                         fmt::format("virtual devices need {} in all, more than the {} device has: {}",
-                                    FormatBytes(total), info.device_name, fits));
+                                    total ? FormatBytes(*total) : std::string("more than 16 EiB"),
+                                    info.device_name, fits));
     }
   }
 
