@@ -3,8 +3,13 @@
 // this is the "main job" of the quick start.
 //
 //   fragscope-alloc-demo --alloc-conf backing=sim,capacity=4GiB,limit=1GiB --steps 20
+//
+// Exit codes: 0 ok, 1 an OOM was reported, 2 bad usage or input.
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <system_error>
 #include <random>
 #include <vector>
 
@@ -153,11 +158,30 @@ int main(int argc, char** argv) {
   app.add_option("--steps", workload.steps, "training steps")->check(CLI::Range(1, 1000000));
   app.add_option("--layers", workload.layers, "layers per step")->check(CLI::Range(1, 10000));
   app.add_option("--activation", activation_text, "activation bytes per layer at full batch");
-  app.add_option("--seed", workload.seed, "random seed");
+  app.add_option("--seed", workload.seed, "random seed (0 to 2^64-1)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // CLI11 alone reads "-5" into an unsigned integer as 2^64 - 5.
+            const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+              return c >= '0' && c <= '9';
+            });
+            std::uint64_t value = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (!digits || ec != std::errc() || end != text.data() + text.size()) {
+              return "'" + text + "' is not a seed: expected a whole number from 0 to 18446744073709551615";
+            }
+            return "";
+          },
+          "0 to 2^64-1"));
   std::string trace_path;
   app.add_option("--trace", trace_path, "record every allocator event to this trace file (.fst)");
   app.add_flag("--json", json, "print one JSON document on stdout");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own codes (105, 109, ...) are not ours: --help is 0, every usage error 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   fragscope::Log();  // the libraries' own logger (stderr) doubles as the default one
   spdlog::set_default_logger(spdlog::get("fragscope"));
   spdlog::set_level(spdlog::level::err);  // the report below says what matters

@@ -1,6 +1,6 @@
 // The commands that run a trace's allocation sequence through fragscope's allocator:
 //   fragscope replay    TRACE --alloc-conf STR [--capacity SIZE] [--out TRACE] [--continue] [--json]
-//   fragscope compare   TRACE --alloc-conf A --alloc-conf B [...] [--capacity SIZE] [--json]
+//   fragscope compare   TRACE --alloc-conf A [--alloc-conf B ...] [--capacity SIZE] [--json]
 //   fragscope min-limit TRACE --alloc-conf STR [--capacity SIZE] [--json]
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -13,6 +13,7 @@
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/timeline.hpp"
 #include "fragscope/traces/atomic_file.hpp"
+#include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 #include "trace_input.hpp"
 
@@ -40,7 +41,19 @@ analysis::AllocationSequence LoadSequence(const std::string& path) {
 analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::string& conf_text) {
   analysis::ReplayOptions options;
   options.conf = ParseAllocConf(conf_text);
-  if (!common.capacity.empty()) options.capacity = ParseSizeOption("--capacity", common.capacity);
+  if (!common.capacity.empty()) {
+    const std::uint64_t capacity = ParseSizeOption("--capacity", common.capacity);
+    // 0 would silently mean "the default"; above 4 EiB no size is representable.
+    if (capacity == 0) {
+      throw UsageError(fmt::format("--capacity: '{}' is no device size: the capacity must be more than 0",
+                                   common.capacity));
+    }
+    if (!traces::IsRepresentableSize(capacity)) {
+      throw UsageError(fmt::format("--capacity: '{}' is too large: the capacity must be at most {}",
+                                   common.capacity, FormatSizeExact(traces::kMaxBytes)));
+    }
+    options.capacity = capacity;
+  }
   return options;
 }
 
@@ -312,7 +325,9 @@ Command AddCompare(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("compare", "Replay one trace under several configurations, one "
                                                 "table row each");
   AddCommon(sub, options.get());
-  sub->add_option("--alloc-conf", options->confs, "a configuration (give two or more)")
+  sub->add_option("--alloc-conf", options->confs,
+                  "a configuration, one row each (one or more: the first row is always the trace as "
+                  "recorded, so one configuration compares against what the trace reserved)")
       ->required()
       ->take_all();
   return {sub, [options] { return RunCompare(*options); }};

@@ -524,6 +524,15 @@ int App::RunScreenshot(const std::string& png) {
     return 2;
   }
   std::fprintf(stderr, "wrote %s\n", png.c_str());
+  // Headless, an error the frame draws is the run's error too (exit 2), not only pixels.
+  if (const std::string failed = min_limit_job_.error(); !failed.empty()) {
+    std::fprintf(stderr, "error: minimal limit: %s\n", failed.c_str());
+    return 2;
+  }
+  if (options_.panel == "compare" && document_ != nullptr && !compare_.has_result()) {
+    std::fprintf(stderr, "error: the compare view's replays failed (the reason is drawn in %s)\n", png.c_str());
+    return 2;
+  }
   return 0;
 }
 

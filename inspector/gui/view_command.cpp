@@ -10,6 +10,7 @@
 #include "app.hpp"
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "fragscope/allocator/config.hpp"
 
 namespace fragscope::cli {
 namespace {
@@ -46,6 +47,9 @@ int RunView(const ViewCommandOptions& command) {
   if (command.confs.size() == 1 || command.confs.size() > 2) {
     throw UsageError("--alloc-conf: give two (the compare view replays under both)");
   }
+  // A bad configuration is bad input, before any window: a headless run would otherwise only draw
+  // the error into its PNG and exit 0. ConfigError names the key and quotes the value.
+  for (const std::string& conf : command.confs) (void)ParseAllocConf(conf);
   options.persist = !headless;
   gui::App app(options);
   std::string error;

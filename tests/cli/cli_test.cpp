@@ -380,4 +380,70 @@ TEST_F(Cli, SynthIsSeeded) {
   EXPECT_GE(report("a.fst")["events"].get<std::uint64_t>(), 5000u);
 }
 
+// Issue 13: --capacity 0 meant "the default" without a word; every command that takes it refuses it.
+TEST_F(Cli, CapacityZeroIsRefused) {
+  for (const char* command : {"replay", "compare", "min-limit"}) {
+    for (const char* capacity : {"0", "0GiB"}) {
+      const Result r = Run({command, Sample("synth-small.fst"), "--alloc-conf", "growth=on", "--capacity", capacity});
+      EXPECT_EQ(r.code, 2) << command << " " << capacity;
+      EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+                "error: --capacity: '" + std::string(capacity) +
+                    "' is no device size: the capacity must be more than 0")
+          << command;
+    }
+  }
+  const Result big = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "growth=on", "--capacity", "8EiB"});
+  EXPECT_EQ(big.code, 2);
+  EXPECT_EQ(big.err.rfind("error: --capacity: '8EiB' is too large", 0), 0u) << big.err;
+  EXPECT_EQ(Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "growth=on", "--capacity", "8GiB"}).code, 0);
+}
+
+// Issue 13: compare with one --alloc-conf compares it against the trace as recorded (documented in
+// docs/cli.md); a blank configuration is the defaults.
+TEST_F(Cli, CompareWithOneConfigurationComparesAgainstTheRecordedRun) {
+  Result r = Run({"compare", Sample("synth-small.fst"), "--alloc-conf", "expandable=on", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json["configurations"].size(), 1u);
+  EXPECT_NE(json["configurations"][0]["alloc_conf"].get<std::string>().find("expandable=on"), std::string::npos);
+  EXPECT_TRUE(json["recorded"].contains("producer"));
+  r = Run({"compare", Sample("synth-small.fst"), "--alloc-conf", "expandable=on"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("as recorded"), std::string::npos) << r.out;
+  r = Run({"compare", Sample("synth-small.fst"), "--alloc-conf", "   ", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["configurations"][0]["alloc_conf"],
+            "backing=sim,device=0,external_use=0,growth=on,preallocate=off,gc=on,expandable=off,passthrough=off");
+}
+
+// Issue 13: a headless view drew a bad --alloc-conf into its PNG and exited 0; it is bad input.
+TEST_F(Cli, HeadlessViewWithABadConfigurationExitsTwo) {
+  if (Run({"--help"}).out.find("view") == std::string::npos) GTEST_SKIP() << "built without the inspector";
+  const Result r = Run({"view", Sample("synth-small.fst"), "--screenshot", Path("shot.png"), "--alloc-conf",
+                        "bad=1", "--alloc-conf", "growth=on"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("error: unknown key 'bad' in allocator configuration", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(Path("shot.png")));
+}
+
+// Issue 13: fragscope-alloc-demo exited with CLI11's own codes (105, 109) on bad flags.
+TEST_F(Cli, AllocDemoExitCodesAreTheProjects) {
+  auto demo = [&](const std::string& args) {
+    const fs::path err = dir_ / "demo_stderr";
+    const int status = std::system((Quote(FRAGSCOPE_ALLOC_DEMO) + " " + args + " >/dev/null 2>" + Quote(err.string())).c_str());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(err));
+  };
+  EXPECT_EQ(demo("--help").first, 0);
+  EXPECT_EQ(demo("--no-such-flag").first, 2);
+  EXPECT_EQ(demo("--steps 0").first, 2);
+  EXPECT_EQ(demo("--steps").first, 2);
+  const auto [code, err] = demo("--seed -5");
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(err.rfind("--seed: '-5' is not a seed", 0), 0u) << err;
+  const auto [conf_code, conf_err] = demo("--alloc-conf colour=blue");
+  EXPECT_EQ(conf_code, 2);
+  EXPECT_NE(conf_err.find("unknown key 'colour'"), std::string::npos) << conf_err;
+  EXPECT_EQ(demo("--steps 2 --alloc-conf '   '").first, 0);
+}
+
 }  // namespace
