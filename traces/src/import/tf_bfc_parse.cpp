@@ -2,6 +2,7 @@
 // era anywhere in a log and collects them per dump. tf_bfc_state.cpp turns a dump's lines into the
 // allocator state. No regex: each line is searched for a few fixed keywords.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
 #include "tf_bfc_internal.hpp"
 #include "tf_text.hpp"
@@ -24,15 +26,37 @@ constexpr std::string_view kNotFailure = "caller indicates that this is not a fa
 
 bool HasContent(const TfBfcDump& d) {
   return !d.chunks.empty() || !d.bins.empty() || !d.regions.empty() || d.stats.fields > 0 ||
-         !d.occupancy.empty() || d.total_region_allocated.has_value();
+         !d.occupancy.empty() || d.total_region_allocated.has_value() || !d.errors.empty();
+}
+
+enum class Unit { kSize, kCount };
+
+// Why a scanned number cannot be taken as a byte count (above kMaxBytes too) or a count, or ""
+// when it can.
+std::string NumberProblem(const ScannedNumber& n, Unit unit = Unit::kSize) {
+  switch (n.kind) {
+    case NumberKind::kNone:
+      return "not a number";
+    case NumberKind::kNegative:
+      return fmt::format("{} is negative, not a {}", n.text, unit == Unit::kSize ? "size" : "count");
+    case NumberKind::kTooLong:
+      return fmt::format("{} does not fit in 64 bits", n.text);
+    case NumberKind::kValue:
+      if (unit == Unit::kSize && !IsRepresentableSize(n.value)) return OversizeMessage(n.value);
+      return {};
+  }
+  return {};
 }
 
 // Bytes per element of a TensorFlow dtype name as the OOM line prints it ("float", "half", ...).
 std::uint64_t DtypeBytes(std::string_view type) {
   if (type == "float" || type == "int32" || type == "uint32" || type == "qint32") return 4;
   if (type == "double" || type == "int64" || type == "uint64" || type == "complex64") return 8;
-  if (type == "half" || type == "bfloat16" || type == "int16" || type == "uint16") return 2;
-  if (type == "int8" || type == "uint8" || type == "bool" || type == "qint8" || type == "quint8")
+  if (type == "half" || type == "bfloat16" || type == "int16" || type == "uint16" || type == "qint16" ||
+      type == "quint16")
+    return 2;
+  if (type == "int8" || type == "uint8" || type == "bool" || type == "qint8" || type == "quint8" ||
+      type == "float8_e5m2" || type == "float8_e4m3fn")
     return 1;
   if (type == "complex128") return 16;
   return 0;
@@ -52,11 +76,12 @@ class Scanner {
     if (BinLine(text)) return;
     if (auto p = text.find("Next region of size "); p != std::string_view::npos) {
       std::string_view rest = text.substr(p + 20);
-      if (auto size = TakeUint(rest)) {
-        TfBfcDump& d = Open(false);
+      TfBfcDump& d = Open(false);
+      if (auto size = TakeSize(d, ScanUint(rest), "region size (\"Next region of size\")")) {
         TfBfcRegion region;
         region.size = *size;
         region.size_printed = true;
+        region.line = line_;
         region.first_chunk = d.chunks.size();
         d.regions.push_back(region);
       }
@@ -66,10 +91,10 @@ class Scanner {
     if (auto p = text.find("total_region_allocated_bytes_:"); p != std::string_view::npos) {
       std::string_view rest = text.substr(p + 30);
       TfBfcDump& d = Open(false);
-      d.total_region_allocated = TakeUint(rest);
+      d.total_region_allocated = TakeSize(d, ScanUint(rest), "total_region_allocated_bytes_");
       if (auto q = rest.find("memory_limit_:"); q != std::string_view::npos) {
         rest.remove_prefix(q + 14);
-        d.memory_limit = TakeUint(rest);
+        d.memory_limit = TakeSize(d, ScanUint(rest), "memory_limit_");
       }
       return;
     }
@@ -77,8 +102,16 @@ class Scanner {
       return ShapeLine(text.substr(p + 37));
     if (auto p = text.find("Out of memory while trying to allocate "); p != std::string_view::npos) {
       std::string_view rest = text.substr(p + 39);
-      if (auto bytes = TakeUint(rest); bytes && StartsWith(TrimLeft(rest), "bytes"))
-        ExactRequest(*bytes, "XLA's \"Out of memory while trying to allocate N bytes\"");
+      const ScannedNumber bytes = ScanUint(rest);
+      if (bytes.kind == NumberKind::kNone || !StartsWith(TrimLeft(rest), "bytes")) return;
+      static constexpr std::string_view kXla = "XLA's \"Out of memory while trying to allocate N bytes\"";
+      if (const std::string problem = NumberProblem(bytes); !problem.empty()) {
+        TfBfcDump* d = Current();
+        if (d != nullptr && d->has_header)
+          Warn(*d, fmt::format("{}: {}: not taken as the request", kXla, problem));
+        return;
+      }
+      ExactRequest(bytes.value, kXla);
       return;
     }
     BarLine(text);
@@ -97,6 +130,29 @@ class Scanner {
 
  private:
   TfBfcDump* Current() { return dumps_.empty() ? nullptr : &dumps_.back(); }
+
+  // A line's problem that leaves something out of the dump.
+  void Warn(TfBfcDump& d, const std::string& message) {
+    d.warnings.push_back(fmt::format("{}:{}: {}", name_, line_, message));
+  }
+  // A line's problem that makes the dump meaningless (ReadTfBfcLog refuses the log).
+  void Error(TfBfcDump& d, std::string message) { d.errors.push_back({line_, std::move(message)}); }
+
+  // The size a dump line prints for `what`: nullopt and an error when it is negative, does not fit
+  // in 64 bits or is above kMaxBytes (or a count that is negative or too long); nullopt and a
+  // warning when no number stands there.
+  std::optional<std::uint64_t> TakeSize(TfBfcDump& d, const ScannedNumber& n, std::string_view what,
+                                        Unit unit = Unit::kSize) {
+    if (n.kind == NumberKind::kNone) {
+      Warn(d, fmt::format("{} is not followed by a number: left out", what));
+      return std::nullopt;
+    }
+    if (const std::string problem = NumberProblem(n, unit); !problem.empty()) {
+      Error(d, fmt::format("{}: {}", what, problem));
+      return std::nullopt;
+    }
+    return n.value;
+  }
 
   TfBfcDump& NewDump() {
     dumps_.emplace_back();
@@ -133,10 +189,26 @@ class Scanner {
       if (auto q = rest.find(')'); q != std::string_view::npos) d.allocator = std::string(rest.substr(0, q));
     }
     std::string_view rest = text.substr(text.find(kHeader) + kHeader.size());
-    if (auto bytes = TakeHumanBytes(rest)) d.request = *bytes;
+    const ScannedNumber request = ScanHumanBytes(rest);
+    if (request.kind == NumberKind::kValue) {
+      d.request = request.value;
+    } else if (request.kind == NumberKind::kTooLong) {
+      d.request = UINT64_MAX;  // at least; reported below
+    } else {
+      Warn(d, fmt::format("the request after \"trying to allocate\"{}: the request is unknown",
+                          request.kind == NumberKind::kNegative
+                              ? fmt::format(" is {}, negative, not a size", request.text)
+                              : std::string(" is not a size")));
+    }
     if (auto p = rest.find("(rounded to "); p != std::string_view::npos) {
       std::string_view r = rest.substr(p + 12);
-      if (auto rounded = TakeUint(r)) d.rounded = *rounded;
+      const ScannedNumber rounded = ScanUint(r);
+      if (rounded.kind == NumberKind::kValue)
+        d.rounded = rounded.value;
+      else
+        Warn(d, fmt::format("the rounded size (\"rounded to\"): {}: left out (the request rounded up "
+                            "to 256 B stands for it)",
+                            NumberProblem(rounded)));
     }
     if (auto p = rest.find("requested by op"); p != std::string_view::npos)
       d.op = std::string(Trim(rest.substr(p + 15)));
@@ -145,6 +217,18 @@ class Scanner {
     // "740.8KiB (rounded to 758528)": the printed size rounds up past the exact rounded one, and
     // no request exceeds its rounded size.
     if (!d.request_exact && d.rounded > 0 && d.request > d.rounded) d.request = d.rounded;
+    // TF prints a negative or overflowed size as such ("16.00EiB (rounded to 18446744073709551360)"):
+    // no device holds it, whatever the limit; the OOM is kept, as request-too-large.
+    if (request.kind == NumberKind::kTooLong || !IsRepresentableSize(d.request) ||
+        !IsRepresentableSize(d.rounded))
+      Warn(d, fmt::format("the request ({}{}) is more than 4 EiB ({} bytes), the largest size fragscope "
+                          "represents: kept as {} bytes, an OOM of cause request-too-large (a size "
+                          "this large is almost always a negative or overflowed size in the program)",
+                          request.kind == NumberKind::kTooLong
+                              ? fmt::format("{}, which does not fit in 64 bits", request.text)
+                              : std::string(request.text.empty() ? "not readable" : request.text),
+                          d.rounded > 0 ? fmt::format(", rounded to {}", d.rounded) : std::string(),
+                          kMaxBytes, d.request));
   }
 
   void DumpFor(std::string_view allocator) {
@@ -174,29 +258,51 @@ class Scanner {
       in_use = false;
     }
     std::string_view rest = text.substr(p + skip);
-    const auto address = TakeHex(rest);
-    if (!address) return false;
+    const ScannedNumber address = ScanHex(rest);
+    const std::size_t of_size = rest.find("of size ");
+    // "Free at last": not a chunk line. A line with "of size" is one, whatever its numbers.
+    if (of_size == std::string_view::npos) return false;
+    if (address.kind != NumberKind::kValue) {
+      if (address.kind == NumberKind::kTooLong)
+        Error(Open(false), fmt::format("chunk address {} does not fit in 64 bits", address.text));
+      else
+        Warn(Open(false), "a chunk line whose address is not hexadecimal: left out");
+      return true;
+    }
+    std::string_view r = rest.substr(of_size + 8);
+    const ScannedNumber size = ScanUint(r);
     TfBfcChunk chunk;
-    chunk.address = *address;
+    chunk.address = address.value;
     chunk.in_use = in_use;
     chunk.line = line_;
-    bool have_size = false;
-    if (auto q = rest.find("of size "); q != std::string_view::npos) {
-      std::string_view r = rest.substr(q + 8);
-      if (auto size = TakeUint(r)) {
-        chunk.size = *size;
-        have_size = true;
+    {
+      TfBfcDump& d = Open(false);
+      const auto value = TakeSize(d, size, fmt::format("the size of the chunk at {}", address.text));
+      if (!value) return true;
+      if (!CheckedAdd(chunk.address, *value)) {
+        Error(d, fmt::format("the chunk at {} of {} bytes runs past the end of the 64-bit address space",
+                             address.text, *value));
+        return true;
       }
-    }
-    if (!have_size) return false;
-    for (std::string_view key : {std::string_view("requested size "), std::string_view("requested_size ")}) {
-      if (auto q = rest.find(key); q != std::string_view::npos) {
-        std::string_view r = rest.substr(q + key.size());
-        if (auto req = TakeUint(r)) chunk.requested = *req;
-      }
+      chunk.size = *value;
     }
     TfBfcDump* cur = Current();
     if (cur == nullptr || complete_ || addresses_.count(chunk.address) != 0) cur = &NewDump();
+    for (std::string_view key : {std::string_view("requested size "), std::string_view("requested_size ")}) {
+      if (auto q = rest.find(key); q != std::string_view::npos) {
+        std::string_view rr = rest.substr(q + key.size());
+        const ScannedNumber req = ScanUint(rr);
+        std::string problem = NumberProblem(req);
+        if (problem.empty() && req.value > chunk.size)
+          problem = fmt::format("{} is more than the chunk's {} bytes", req.value, chunk.size);
+        if (problem.empty())
+          chunk.requested = req.value;
+        else
+          Warn(*cur, fmt::format("the requested size of the chunk at {}: {}: left out (the chunk size "
+                                 "stands for it)",
+                                 address.text, problem));
+      }
+    }
     addresses_.insert(chunk.address);
     cur->chunks.push_back(chunk);
     return true;
@@ -206,22 +312,41 @@ class Scanner {
     const std::size_t p = text.find("Bin (");
     if (p == std::string_view::npos) return false;
     std::string_view rest = text.substr(p + 5);
-    const auto bin_size = TakeUint(rest);
-    if (!bin_size || !StartsWith(rest, "):")) return false;
+    const ScannedNumber bin_size = ScanUint(rest);
+    if (bin_size.kind == NumberKind::kNone || !StartsWith(rest, "):")) return false;
     const std::size_t t = rest.find("Total Chunks:");
     if (t == std::string_view::npos) return false;
     rest.remove_prefix(t + 13);
     TfBfcBin bin;
-    bin.bin_size = *bin_size;
     bin.line = line_;
-    bin.total_chunks = TakeUint(rest).value_or(0);
+    // Bin lines are cross-checks only: a number that cannot be taken leaves the line out.
+    std::string problem = NumberProblem(bin_size);
+    if (problem.empty()) bin.bin_size = bin_size.value;
+    else problem = fmt::format("bin size {}", problem);
+    auto count = [&](const char* what, std::uint64_t& out) {
+      const ScannedNumber n = ScanUint(rest);
+      if (n.kind == NumberKind::kValue) out = n.value;
+      else if (n.kind != NumberKind::kNone && problem.empty())
+        problem = fmt::format("{} {}", what, NumberProblem(n, Unit::kCount));
+    };
+    count("Total Chunks", bin.total_chunks);
     if (auto q = rest.find("Chunks in use:"); q != std::string_view::npos) {
       rest.remove_prefix(q + 14);
-      bin.chunks_in_use = TakeUint(rest).value_or(0);
+      count("Chunks in use", bin.chunks_in_use);
       if (StartsWith(rest, ".")) rest.remove_prefix(1);
-      bin.bytes_in_bin = TakeHumanBytes(rest).value_or(0);
+      const ScannedNumber bytes = ScanHumanBytes(rest);
+      if (bytes.kind == NumberKind::kValue && IsRepresentableSize(bytes.value))
+        bin.bytes_in_bin = bytes.value;
+      else if (bytes.kind != NumberKind::kNone && problem.empty())
+        problem = fmt::format("bytes allocated for chunks: {}",
+                              bytes.kind == NumberKind::kValue ? OversizeMessage(bytes.value)
+                                                               : NumberProblem(bytes));
     }
     TfBfcDump& d = Open(false);
+    if (!problem.empty()) {
+      Warn(d, fmt::format("bin line: {}: left out", problem));
+      return true;
+    }
     // A second "Bin (256)" in one dump means a new dump whose header was lost.
     for (const TfBfcBin& b : d.bins) {
       if (b.bin_size == bin.bin_size) {
@@ -247,9 +372,12 @@ class Scanner {
     for (const auto& [key, index] : kKeys) {
       if (!StartsWith(t, key)) continue;
       std::string_view rest = t.substr(key.size());
-      const auto value = TakeUint(rest);
-      if (!value) return false;
-      TfBfcStats& s = dumps_.back().stats;
+      TfBfcDump& d = dumps_.back();
+      const auto value = TakeSize(d, ScanUint(rest),
+                                  fmt::format("Stats {}", key.substr(0, key.size() - 1)),
+                                  index == 3 ? Unit::kCount : Unit::kSize);
+      if (!value) return true;
+      TfBfcStats& s = d.stats;
       std::optional<std::uint64_t>* fields[] = {&s.limit,    &s.in_use,        &s.max_in_use,
                                                 &s.num_allocs, &s.max_alloc_size, &s.reserved,
                                                 &s.peak_reserved, &s.largest_free_block};
@@ -276,22 +404,44 @@ class Scanner {
       type = type.substr(0, type.find(' '));
     }
     if (d->op.empty()) d->op = fmt::format("shape[{}] {}", dims, type);
+    const std::string shape =
+        fmt::format("the tensor shape [{}] of type {}", dims, type.empty() ? "?" : type);
+    // shape[] is a scalar: one element.
     std::uint64_t elements = 1;
-    bool ok = !dims.empty();
-    while (ok && !dims.empty()) {
-      const auto v = TakeUint(dims);
-      if (!v || (*v != 0 && elements > UINT64_MAX / *v)) {
-        ok = false;
-        break;
+    bool too_many = false;
+    std::string problem;
+    while (problem.empty() && !TrimLeft(dims).empty()) {
+      const ScannedNumber v = ScanUint(dims);
+      if (v.kind == NumberKind::kNegative) problem = fmt::format("a negative dimension ({})", v.text);
+      else if (v.kind == NumberKind::kTooLong)
+        problem = fmt::format("a dimension of more than 64 bits ({})", v.text);
+      else if (v.kind == NumberKind::kNone) problem = "a dimension that is not a number";
+      if (!problem.empty()) break;
+      if (v.value == 0) {  // no elements, however large the others
+        elements = 0;
+        too_many = false;
+      } else if (const auto product = CheckedMul(elements, v.value)) {
+        elements = *product;
+      } else {
+        too_many = true;
       }
-      elements *= *v;
       dims = TrimLeft(dims);
       if (StartsWith(dims, ",")) dims.remove_prefix(1);
-      else if (!dims.empty()) ok = false;
+      else if (!dims.empty()) problem = "a dimension that is not a number";
     }
     const std::uint64_t width = DtypeBytes(type);
-    if (ok && width != 0 && elements <= UINT64_MAX / width)
-      ExactRequest(elements * width, "the tensor shape of the OOM line");
+    std::optional<std::uint64_t> bytes;
+    if (problem.empty() && width == 0) problem = "no known element size for the type";
+    if (problem.empty()) {
+      bytes = too_many ? std::nullopt : CheckedMul(elements, width);
+      if (!bytes) problem = "more than 2^64 bytes";
+      else if (!IsRepresentableSize(*bytes)) problem = OversizeMessage(*bytes);
+    }
+    if (!problem.empty()) {
+      Warn(*d, fmt::format("{}: {}: not taken as the request", shape, problem));
+      return;
+    }
+    ExactRequest(*bytes, "the tensor shape of the OOM line");
   }
 
   // An exact request size from a later line; taken when it agrees with the header's sizes.

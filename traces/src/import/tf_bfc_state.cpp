@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
 #include "tf_bfc_internal.hpp"
 #include "tf_text.hpp"
@@ -32,7 +34,26 @@ struct Warner {
   void operator()(std::size_t line, const std::string& message) const {
     d.warnings.push_back(fmt::format("{}:{}: {}", name, line, message));
   }
+  // What makes the state meaningless (ReadTfBfcLog refuses the log).
+  void Error(std::size_t line, std::string message) const {
+    d.errors.push_back({line, std::move(message)});
+  }
 };
+
+// A region that a trace can hold: at most kMaxBytes, ending inside the 64-bit address space; else
+// an error at `line` and false (the region is left out).
+bool RegionFits(const TfBfcRegion& r, std::size_t line, const char* what, const Warner& warn) {
+  if (!IsRepresentableSize(r.size)) {
+    warn.Error(line, fmt::format("{} at {:#x}: {}", what, r.address, OversizeMessage(r.size)));
+    return false;
+  }
+  if (!CheckedAdd(r.address, r.size)) {
+    warn.Error(line, fmt::format("{} at {:#x} of {} bytes runs past the end of the 64-bit address space",
+                                 what, r.address, r.size));
+    return false;
+  }
+  return true;
+}
 
 // Regions from "Next region of size" lines (their chunks follow them) and, for chunks listed
 // without such lines, from contiguity: chunks that touch form one region.
@@ -48,12 +69,25 @@ void BuildRegions(TfBfcDump& d, const Warner& warn) {
       continue;
     }
     r.address = d.chunks[r.first_chunk].address;
+    // Each chunk is at most kMaxBytes and ends inside the address space (checked where parsed);
+    // their sum is checked here.
     std::uint64_t sum = 0;
     bool contiguous = true;
+    bool overflow = false;
     for (std::size_t c = r.first_chunk; c < end; ++c) {
-      sum += d.chunks[c].size;
+      if (const auto next = CheckedAdd(sum, d.chunks[c].size)) sum = *next;
+      else overflow = true;
       if (c > r.first_chunk && d.chunks[c - 1].address + d.chunks[c - 1].size != d.chunks[c].address)
         contiguous = false;
+    }
+    if (overflow || !IsRepresentableSize(sum)) {
+      warn.Error(d.chunks[r.first_chunk].line,
+                 fmt::format("the chunks listed for the region at {:#x} (line {}) add up to {}: more "
+                             "than 4 EiB ({} bytes), the largest size fragscope represents",
+                             r.address, r.line,
+                             overflow ? std::string("more than 2^64 bytes") : fmt::format("{} bytes", sum),
+                             kMaxBytes));
+      continue;
     }
     if (!contiguous)
       warn(d.chunks[r.first_chunk].line,
@@ -63,16 +97,20 @@ void BuildRegions(TfBfcDump& d, const Warner& warn) {
            fmt::format("the chunks listed for the region at {:#x} cover {} of its {} bytes{}", r.address,
                        sum, r.size, sum < r.size ? " (the rest is not in the log)" : ""));
     r.size = std::max(r.size, sum);
-    regions.push_back(r);
+    if (RegionFits(r, r.line, "the region", warn)) regions.push_back(r);
   }
   if (first_printed > 0) {
     std::vector<TfBfcChunk> loose(d.chunks.begin(),
                                   d.chunks.begin() + static_cast<std::ptrdiff_t>(first_printed));
     std::sort(loose.begin(), loose.end(),
               [](const TfBfcChunk& a, const TfBfcChunk& b) { return a.address < b.address; });
+    // A region of touching chunks above 4 EiB is an error. (Chunks at one address, reported
+    // below, can make the sum run past the span of the chunks, even past 2^64: saturated.)
+    std::vector<std::size_t> first_line;  // per inferred region, the line of its first chunk
+    const std::size_t before = regions.size();
     for (std::size_t c = 0; c < loose.size(); ++c) {
       if (c > 0 && loose[c - 1].address + loose[c - 1].size == loose[c].address) {
-        regions.back().size += loose[c].size;
+        regions.back().size = CheckedAdd(regions.back().size, loose[c].size).value_or(UINT64_MAX);
         continue;
       }
       if (c > 0 && loose[c].address == loose[c - 1].address) continue;  // duplicate, reported below
@@ -80,7 +118,14 @@ void BuildRegions(TfBfcDump& d, const Warner& warn) {
       r.address = loose[c].address;
       r.size = loose[c].size;
       regions.push_back(r);
+      first_line.push_back(loose[c].line);
     }
+    std::vector<TfBfcRegion> fitting(regions.begin(),
+                                     regions.begin() + static_cast<std::ptrdiff_t>(before));
+    for (std::size_t i = before; i < regions.size(); ++i)
+      if (RegionFits(regions[i], first_line[i - before], "the chunks that touch from the one", warn))
+        fitting.push_back(regions[i]);
+    regions = std::move(fitting);
   }
   std::sort(d.chunks.begin(), d.chunks.end(),
             [](const TfBfcChunk& a, const TfBfcChunk& b) { return a.address < b.address; });
@@ -235,17 +280,28 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   if (d.has_header && d.rounded == 0) d.rounded = tftext::RoundUp256(d.request);
 
   BuildRegions(d, warn);
-  for (const TfBfcRegion& r : d.regions) d.reserved += r.size;
+  // Regions and chunks are disjoint ranges of the address space, so these sums fit in 64 bits;
+  // checked all the same, and above 4 EiB they are an error (no device has that much).
+  bool overflow = false;
+  auto add = [&overflow](std::uint64_t& total, std::uint64_t bytes) {
+    if (const auto sum = CheckedAdd(total, bytes)) total = *sum;
+    else overflow = true;
+  };
+  for (const TfBfcRegion& r : d.regions) add(d.reserved, r.size);
   for (const TfBfcChunk& c : d.chunks) {
     if (c.in_use) {
       ++d.in_use_chunks;
-      d.in_use += c.size;
-      d.live_requested += c.requested != 0 ? c.requested : c.size;
+      add(d.in_use, c.size);
+      add(d.live_requested, c.requested != 0 ? c.requested : c.size);
     } else {
       ++d.free_chunks;
       d.largest_free = std::max(d.largest_free, c.size);
     }
   }
+  if (overflow || !IsRepresentableSize(d.reserved) || !IsRepresentableSize(d.in_use))
+    warn.Error(d.line, fmt::format("the regions ({} bytes) or the in-use chunks ({} bytes) of the dump add "
+                                   "up to more than 4 EiB ({} bytes), the largest size fragscope represents",
+                                   d.reserved, d.in_use, kMaxBytes));
   d.free_in_regions = d.reserved > d.in_use ? d.reserved - d.in_use : 0;
 
   if (d.stats.limit) d.limit = *d.stats.limit;
@@ -264,8 +320,9 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
     warn(d.line, fmt::format("the regions ({} bytes) exceed the limit ({})", d.reserved, d.limit));
 
   // The cause, by DESIGN.md's rules, in this order (docs/importers.md explains the TF reading).
+  // A request above 4 EiB is request-too-large whatever the limit (no device holds it).
   d.cause = OomCause::kCapacity;
-  d.cause_known = d.has_header && d.limit > 0 && d.rounded > 0;
+  d.cause_known = d.has_header && d.rounded > 0 && (d.limit > 0 || !IsRepresentableSize(d.rounded));
   if (d.has_header && !d.cause_known)
     warn(d.line, "the cause cannot be determined (no limit in the dump): marked capacity");
   if (!d.cause_known) return;

@@ -181,8 +181,39 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
                                       : std::string()));
     if (!d.occupancy.empty()) trace.header.metadata.emplace_back(key + ".occupancy", d.occupancy);
     trace.warnings.insert(trace.warnings.end(), d.warnings.begin(), d.warnings.end());
+    for (const TfBfcError& e : d.errors)
+      trace.warnings.push_back(fmt::format(
+          "{}:{}: error: {} (left out; ParseTfBfcLogToTrace and ReadTfBfcLog refuse this log)", name,
+          e.line, e.message));
   }
   return trace;
+}
+
+Trace ParseTfBfcLogToTrace(std::string_view text, const std::string& name) {
+  const std::vector<TfBfcDump> dumps = ParseTfBfcLog(text, name);
+  if (dumps.empty())
+    throw TraceError(name, 0, "no TensorFlow BFC allocator dump found (no \"ran out of memory\" "
+                              "header, no chunk, bin or Stats lines)");
+  // A number the state cannot be built without is an error: the first one, at its line.
+  const TfBfcError* first = nullptr;
+  std::size_t count = 0;
+  for (const TfBfcDump& d : dumps)
+    for (const TfBfcError& e : d.errors) {
+      ++count;
+      if (first == nullptr || e.line < first->line) first = &e;
+    }
+  if (first != nullptr) {
+    std::uint64_t offset = 0;  // of the line
+    for (std::size_t line = 1; line < first->line && offset < text.size(); ++line) {
+      const std::size_t nl = text.find('\n', offset);
+      offset = nl == std::string_view::npos ? text.size() : nl + 1;
+    }
+    throw TraceError(name, offset,
+                     fmt::format("line {}: {}{}", first->line, first->message,
+                                 count > 1 ? fmt::format(" (and {} more such errors)", count - 1)
+                                           : std::string()));
+  }
+  return TfBfcDumpsToTrace(dumps, name);
 }
 
 Trace ReadTfBfcLog(const std::string& path) {
@@ -191,12 +222,7 @@ Trace ReadTfBfcLog(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw TraceError(path, 0, fmt::format("read failed: {}", std::strerror(errno)));
-  const std::string text = std::move(buffer).str();
-  const std::vector<TfBfcDump> dumps = ParseTfBfcLog(text, path);
-  if (dumps.empty())
-    throw TraceError(path, 0, "no TensorFlow BFC allocator dump found (no \"ran out of memory\" "
-                              "header, no chunk, bin or Stats lines)");
-  return TfBfcDumpsToTrace(dumps, path);
+  return ParseTfBfcLogToTrace(std::move(buffer).str(), path);
 }
 
 bool LooksLikeTfBfcLog(std::string_view head) {

@@ -48,25 +48,90 @@ inline std::optional<std::uint64_t> TakeHex(std::string_view& s) {
   return value;
 }
 
+// What stands where a number is expected, for readers that must say why they cannot take it.
+enum class NumberKind {
+  kNone,      // no number there (nothing was read)
+  kValue,     // a number that fits in 64 bits: `value`
+  kNegative,  // "-5": a minus sign before the digits
+  kTooLong,   // digits that do not fit in 64 bits
+};
+
+struct ScannedNumber {
+  NumberKind kind = NumberKind::kNone;
+  std::uint64_t value = 0;  // kValue only
+  std::string_view text;    // the characters read ("-5", "12345678901234567890"), for messages
+};
+
+namespace detail {
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsHexDigit(char c) {
+  return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+}  // namespace detail
+
+// Unsigned decimal at the start of `s` (after blanks), like TakeUint, but says why it is not a
+// number: a minus sign, or more than 64 bits. Advances `s` past what it read.
+inline ScannedNumber ScanUint(std::string_view& s) {
+  s = TrimLeft(s);
+  ScannedNumber n;
+  const bool negative = s.size() > 1 && s[0] == '-' && detail::IsDigit(s[1]);
+  std::size_t i = negative ? 1 : 0;
+  const std::size_t digits_start = i;
+  while (i < s.size() && detail::IsDigit(s[i])) ++i;
+  if (i == digits_start) return n;
+  n.text = s.substr(0, i);
+  if (negative) {
+    n.kind = NumberKind::kNegative;
+  } else {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + i, n.value);
+    n.kind = ec == std::errc() ? NumberKind::kValue : NumberKind::kTooLong;
+  }
+  s.remove_prefix(i);
+  return n;
+}
+
+// Hexadecimal with or without 0x / 0X, any case, like TakeHex, but more than 64 bits (a 17th
+// significant digit) is kTooLong rather than nothing. Advances `s` past what it read.
+inline ScannedNumber ScanHex(std::string_view& s) {
+  s = TrimLeft(s);
+  ScannedNumber n;
+  std::size_t i = 0;
+  if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    if (s.size() == 2 || !detail::IsHexDigit(s[2])) return n;  // "0x" and no digit: no number
+    i = 2;
+  }
+  const std::size_t digits_start = i;
+  while (i < s.size() && detail::IsHexDigit(s[i])) ++i;
+  if (i == digits_start) return n;
+  n.text = s.substr(0, i);
+  const auto [end, ec] = std::from_chars(s.data() + digits_start, s.data() + i, n.value, 16);
+  n.kind = ec == std::errc() ? NumberKind::kValue : NumberKind::kTooLong;
+  s.remove_prefix(i);
+  return n;
+}
+
 // A size as TensorFlow's HumanReadableNumBytes prints it ("286.00MiB", "768B", "10.2KiB", "0B"),
 // at the start of `s`; advances `s` past it. Exact for whole numbers; otherwise within the printed
-// precision.
-inline std::optional<std::uint64_t> TakeHumanBytes(std::string_view& s) {
+// precision. "-5.00MiB" is kNegative, "16.00EiB" (2^64) kTooLong.
+inline ScannedNumber ScanHumanBytes(std::string_view& s) {
   s = TrimLeft(s);
-  std::size_t i = 0;
+  ScannedNumber n;
+  const bool negative = s.size() > 1 && s[0] == '-' && (detail::IsDigit(s[1]) || s[1] == '.');
+  std::size_t i = negative ? 1 : 0;
   std::uint64_t whole = 0;
   std::uint64_t frac = 0;
   std::uint64_t frac_scale = 1;
   bool digits = false;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-    if (whole > (UINT64_MAX - 9) / 10) return std::nullopt;
-    whole = whole * 10 + static_cast<std::uint64_t>(s[i] - '0');
+  bool too_long = false;
+  while (i < s.size() && detail::IsDigit(s[i])) {
+    if (whole > (UINT64_MAX - 9) / 10) too_long = true;
+    else whole = whole * 10 + static_cast<std::uint64_t>(s[i] - '0');
     ++i;
     digits = true;
   }
   if (i < s.size() && s[i] == '.') {
     ++i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    while (i < s.size() && detail::IsDigit(s[i])) {
       if (frac_scale < 1000000000ULL) {
         frac = frac * 10 + static_cast<std::uint64_t>(s[i] - '0');
         frac_scale *= 10;
@@ -75,22 +140,44 @@ inline std::optional<std::uint64_t> TakeHumanBytes(std::string_view& s) {
       digits = true;
     }
   }
-  if (!digits) return std::nullopt;
+  if (!digits) return n;
   static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   for (int u = 6; u >= 0; --u) {
     const std::string_view unit = kUnits[u];
     if (s.substr(i, unit.size()) != unit) continue;
     const unsigned shift = 10U * static_cast<unsigned>(u);
-    if (shift > 0 && whole > (UINT64_MAX >> shift)) return std::nullopt;
+    n.text = s.substr(0, i + unit.size());
+    s.remove_prefix(i + unit.size());
+    if (negative) {
+      n.kind = NumberKind::kNegative;
+      return n;
+    }
+    if (too_long || (shift > 0 && whole > (UINT64_MAX >> shift))) {
+      n.kind = NumberKind::kTooLong;
+      return n;
+    }
     const std::uint64_t scale = std::uint64_t{1} << shift;
-    // frac/frac_scale of `scale`, rounded to the nearest byte; frac_scale <= 1e9 and
-    // scale <= 2^60 could overflow, so divide first where needed.
+    // frac/frac_scale of `scale`, rounded to the nearest byte (at most `scale`, 2^60).
     const long double part = static_cast<long double>(frac) / static_cast<long double>(frac_scale) *
                              static_cast<long double>(scale);
-    s.remove_prefix(i + unit.size());
-    return (whole << shift) + static_cast<std::uint64_t>(part + 0.5L);
+    const std::uint64_t whole_bytes = whole << shift;
+    const auto part_bytes = static_cast<std::uint64_t>(part + 0.5L);
+    if (part_bytes > UINT64_MAX - whole_bytes) {  // "15.9999999999EiB"
+      n.kind = NumberKind::kTooLong;
+      return n;
+    }
+    n.kind = NumberKind::kValue;
+    n.value = whole_bytes + part_bytes;
+    return n;
   }
-  return std::nullopt;
+  return n;
+}
+
+// ScanHumanBytes' value, or nullopt for anything else.
+inline std::optional<std::uint64_t> TakeHumanBytes(std::string_view& s) {
+  const ScannedNumber n = ScanHumanBytes(s);
+  if (n.kind != NumberKind::kValue) return std::nullopt;
+  return n.value;
 }
 
 // "2017-06-20 20:25:42.825757" at the start of a line, as nanoseconds since the Unix epoch (UTC,

@@ -33,6 +33,7 @@ struct TfBfcRegion {
   std::uint64_t address = 0;
   std::uint64_t size = 0;
   bool size_printed = false;    // from a "Next region of size N" line (else inferred from chunks)
+  std::size_t line = 0;         // 1-based line of that "Next region of size" line, else 0
   std::size_t first_chunk = 0;  // index into TfBfcDump::chunks
   std::size_t chunk_count = 0;
 };
@@ -53,6 +54,15 @@ struct TfBfcStats {
   int fields = 0;
 };
 
+// A number the dump cannot be read without that the reader cannot take (a chunk, region or
+// Stats size that is negative, does not fit in 64 bits or is above kMaxBytes, a pointer of more
+// than 64 bits, regions that add up to more than 4 EiB): the state would be meaningless.
+// ParseTfBfcLogToTrace and ReadTfBfcLog throw the first one as a TraceError.
+struct TfBfcError {
+  std::size_t line = 0;  // 1-based line in the log
+  std::string message;   // without the file and line: "chunk size: 9223372036854775808 bytes is ..."
+};
+
 struct TfBfcDump {
   // What the log says.
   std::string allocator;             // "GPU_0_bfc"; empty when the dump has no header
@@ -71,6 +81,7 @@ struct TfBfcDump {
   std::optional<std::uint64_t> memory_limit;            // "memory_limit_: N"
   std::string occupancy;             // the 100-character bar ('_' free, '*' in use, 'x' padding)
   std::vector<std::string> warnings; // "name:LINE: ..." every disagreement and every gap
+  std::vector<TfBfcError> errors;    // what the reader could not take; the line is left out
 
   // The allocator state at the OOM, computed from the above (see docs/importers.md).
   std::uint64_t limit = 0;           // Stats Limit, memory_limit_, else reserved; 0 when unknown
@@ -90,13 +101,24 @@ struct TfBfcDump {
 // Device index of an allocator name: "GPU_3_bfc" -> 3; nullopt for others ("gpu_host_bfc").
 std::optional<std::uint32_t> TfAllocatorDevice(std::string_view allocator);
 
-// Every dump in `text` (a whole log); `name` prefixes warnings. Never throws on odd text.
+// Every dump in `text` (a whole log); `name` prefixes warnings. Never throws on odd text: a line
+// it cannot take is a warning, or an error in the dump's `errors` (see TfBfcError) that callers
+// must check (ParseTfBfcLogToTrace and ReadTfBfcLog do).
 std::vector<TfBfcDump> ParseTfBfcLog(std::string_view text, const std::string& name);
 
-// The dumps as a trace (see docs/importers.md, "TensorFlow / XLA BFC OOM logs").
+// The dumps as a trace (see docs/importers.md, "TensorFlow / XLA BFC OOM logs"). Never throws;
+// a dump's errors become warnings ("name:LINE: error: ...") beside what could be taken: call
+// ParseTfBfcLogToTrace to refuse them.
 Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& name);
 
-// Reads the log at `path`. Throws TraceError when the file cannot be read or holds no dump.
+// A whole log's text as a trace: ParseTfBfcLog, then TfBfcDumpsToTrace. Throws TraceError when
+// the text holds no dump, or when a dump has an error (the first one, naming its line: "NAME: at
+// byte B: line N: chunk address 0x12345678901234567890 does not fit in 64 bits"). Readers of
+// text in memory (standard input) call this one; `name` stands for the path in messages.
+Trace ParseTfBfcLogToTrace(std::string_view text, const std::string& name);
+
+// Reads the log at `path`: ParseTfBfcLogToTrace of its text. Throws TraceError also when the file
+// cannot be read.
 Trace ReadTfBfcLog(const std::string& path);
 
 // Whether the start of a file (pass 64 KiB or more) looks like a TF/XLA BFC log.
