@@ -5,6 +5,8 @@
 #include <fstream>
 #include <functional>
 #include <ostream>
+#include <sstream>
+#include <unordered_set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -267,21 +269,32 @@ void WriteJsonl(TraceReader& reader, std::ostream& out) {
   }
 }
 
-Trace ReadJsonl(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
+Trace ParseJsonl(std::string_view text, const std::string& name, const ReadLimits& limits) {
   Trace trace;
   detail::TagDictionary tags;
-  std::string line;
+  // Devices met so far (header and events): a line that names one more than the cap is refused
+  // there, before the analysis sizes anything by devices.
+  std::unordered_set<std::uint32_t> devices;
+  const auto count_device = [&](std::uint32_t device) {
+    if (devices.size() < limits.max_devices) {
+      devices.insert(device);
+    } else if (!devices.contains(device)) {
+      throw std::runtime_error(TooManyDevicesMessage(
+          std::uint64_t{limits.max_devices} + 1, fmt::format("device {} is one more", device), limits));
+    }
+  };
   std::uint64_t number = 0;
-  std::uint64_t offset = 0;
+  std::size_t offset = 0;
   bool have_header = false;
-  while (std::getline(in, line)) {
+  while (offset < text.size()) {
     ++number;
-    const std::uint64_t line_offset = offset;
-    offset += line.size() + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::size_t line_offset = offset;
+    std::size_t newline = text.find('\n', offset);
+    if (newline == std::string_view::npos) newline = text.size();
+    std::string_view line = text.substr(offset, newline - offset);
+    offset = newline + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     try {
       json value;
       try {
@@ -298,20 +311,34 @@ Trace ReadJsonl(const std::string& path) {
       if (!have_header) {
         if (!is_header) throw std::runtime_error("the first line must be the header ({\"type\":\"header\",...})");
         trace.header = detail::HeaderFromJson(value, /*strict=*/true, "type");
+        for (const DeviceDescription& d : trace.header.devices) count_device(d.index);
         have_header = true;
       } else if (is_header) {
         throw std::runtime_error("a second header line");
       } else {
+        if (trace.events.size() >= limits.max_events) {
+          throw std::runtime_error(TooManyEventsMessage(trace.events.size() + 1, "one more on this line",
+                                                        text.size(), 1, limits));
+        }
         trace.events.push_back(ParseEvent(value, &tags));
+        count_device(trace.events.back().device);
       }
     } catch (const std::exception& e) {
-      throw TraceError(path, line_offset, fmt::format("line {}: {}", number, e.what()));
+      throw TraceError(name, line_offset, fmt::format("line {}: {}", number, e.what()));
     }
   }
-  if (in.bad()) throw TraceError(path, offset, fmt::format("read failed: {}", std::strerror(errno)));
-  if (!have_header) throw TraceError(path, 0, "no header line: not a fragscope JSON Lines trace");
+  if (!have_header) throw TraceError(name, 0, "no header line: not a fragscope JSON Lines trace");
   trace.tags = tags.names();
   return trace;
+}
+
+Trace ReadJsonl(const std::string& path, const ReadLimits& limits) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw TraceError(path, 0, fmt::format("read failed: {}", std::strerror(errno)));
+  return ParseJsonl(std::move(buffer).str(), path, limits);
 }
 
 }  // namespace fragscope::traces

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -114,12 +115,41 @@ constexpr bool kEnforceChecksums = true;
 TraceError::TraceError(std::string path, std::uint64_t offset, const std::string& message)
     : std::runtime_error(ComposeMessage(path, offset, message)), path_(std::move(path)), offset_(offset) {}
 
+TraceError::TraceError(std::string path, const std::string& message)
+    : std::runtime_error(fmt::format("{}: {}", path, message)), path_(std::move(path)), offset_(0) {}
+
+std::string TooManyEventsMessage(std::uint64_t events, const std::string& what, std::uint64_t file_bytes,
+                                 std::uint64_t events_per_byte, const ReadLimits& limits) {
+  const std::string counted = what.empty() ? "" : fmt::format(" ({})", what);
+  if (events > limits.max_events) {
+    return fmt::format("the input describes {} events{}, more than --max-events {} allows; if it is a real "
+                       "trace, raise the cap: --max-events {}",
+                       events, counted, limits.max_events, events);
+  }
+  return fmt::format("the input describes {} events{} in {} bytes, more than {} per byte, which no real file of "
+                     "its format holds: refused as out of proportion to its size; if it is a real trace, read it "
+                     "with --max-events {}",
+                     events, counted, file_bytes, events_per_byte, events);
+}
+
+std::string TooManyDevicesMessage(std::uint64_t devices, const std::string& what, const ReadLimits& limits) {
+  return fmt::format("the input describes {} devices{}, more than --max-devices {} allows; if it is a real "
+                     "trace, raise the cap: --max-devices {}",
+                     devices, what.empty() ? "" : fmt::format(" ({})", what), limits.max_devices, devices);
+}
+
 class TraceReader::Impl {
  public:
-  Impl(std::unique_ptr<Source> source, std::string path)
-      : path_(std::move(path)), source_(std::move(source)), size_(source_->size()) {
+  Impl(std::unique_ptr<Source> source, std::string path, const ReadLimits& limits)
+      : path_(std::move(path)), source_(std::move(source)), size_(source_->size()),
+        event_cap_(limits.EventCap(size_, kEventsPerByte)), limits_(limits) {
     ReadFileHeader();
+    if (event_cap_ != std::numeric_limits<std::uint64_t>::max()) CheckClaimedEvents();
   }
+
+  // A .fst event takes more than 1/64 byte of the file (about 1.3 bytes on synth traces; a block
+  // compresses to 1/64 only when its events are nearly all alike).
+  static constexpr std::uint64_t kEventsPerByte = 64;
 
   bool NextBlock(std::vector<Event>* events);
 
@@ -137,6 +167,8 @@ class TraceReader::Impl {
   enum class HeaderStatus { kOk, kShort, kNoSync, kBad };
 
   void ReadFileHeader();
+  void CheckClaimedEvents();
+  [[noreturn]] void RefuseEvents(std::uint64_t at, std::uint64_t events, const std::string& what) const;
   HeaderStatus ReadBlockHeader(std::uint64_t at, detail::BlockHeader* header, const char** reason);
   std::uint64_t FindBlock(std::uint64_t from);
   void Damaged(std::uint64_t at, const char* reason);
@@ -149,7 +181,45 @@ class TraceReader::Impl {
   std::uint64_t blocks_read_ = 0;
   std::uint64_t events_read_ = 0;
   std::uint64_t unknown_events_ = 0;
+  std::uint64_t event_cap_ = std::numeric_limits<std::uint64_t>::max();
+  ReadLimits limits_;
 };
+
+void TraceReader::Impl::RefuseEvents(std::uint64_t at, std::uint64_t events, const std::string& what) const {
+  throw TraceError(path_, at, TooManyEventsMessage(events, what, size_, kEventsPerByte, limits_));
+}
+
+// Sums the event counts of the block headers, hopping from block to block without decoding
+// anything, and refuses the trace before it is read when they pass the cap. Stops quietly at the
+// first block that is damaged or cut short: NextBlock warns about it and checks the rest as it goes.
+void TraceReader::Impl::CheckClaimedEvents() {
+  std::uint64_t at = pos_;
+  std::uint64_t events = 0;
+  std::uint64_t blocks = 0;
+  while (at < size_) {
+    detail::BlockHeader header;
+    const char* reason = nullptr;
+    if (ReadBlockHeader(at, &header, &reason) != HeaderStatus::kOk) return;
+    if (header.flags & detail::kFlagEnd) return;
+    if (header.event_count > detail::kMaxBlockEvents) return;
+    const std::uint64_t next = at + header.header_size + header.payload_size;
+    if (next > size_) return;
+    events += header.event_count;
+    ++blocks;
+    if (events > event_cap_) {
+      // Count the rest too (headers only) so the message says what the file claims in all.
+      std::uint64_t rest = next;
+      while (rest < size_ && ReadBlockHeader(rest, &header, &reason) == HeaderStatus::kOk &&
+             !(header.flags & detail::kFlagEnd) && header.event_count <= detail::kMaxBlockEvents) {
+        events += header.event_count;
+        ++blocks;
+        rest += header.header_size + header.payload_size;
+      }
+      RefuseEvents(at, events, fmt::format("in {} blocks", blocks));
+    }
+    at = next;
+  }
+}
 
 void TraceReader::Impl::ReadFileHeader() {
   if (size_ == 0) throw TraceError(path_, 0, "empty file: not a fragscope trace");
@@ -325,6 +395,9 @@ bool TraceReader::Impl::NextBlock(std::vector<Event>* events) {
       Damaged(pos_, "lengths over the format's limits");
       continue;
     }
+    if (!(header.flags & detail::kFlagEnd) && events_read_ + unknown_events_ + header.event_count > event_cap_) {
+      RefuseEvents(pos_, events_read_ + unknown_events_ + header.event_count, "read so far");
+    }
     if ((header.flags & ~detail::kKnownFlags) != 0) {
       Warn(fmt::format("{}: at byte {}: block with flags {:#06x} from a newer format version skipped", path_, pos_,
                        header.flags));
@@ -383,11 +456,16 @@ bool TraceReader::Impl::NextBlock(std::vector<Event>* events) {
   return false;
 }
 
-TraceReader::TraceReader(const std::string& path)
-    : impl_(std::make_unique<Impl>(std::make_unique<FileSource>(path), path)) {}
+TraceReader::TraceReader(const std::string& path) : TraceReader(path, ReadLimits::None()) {}
+
+TraceReader::TraceReader(const std::string& path, const ReadLimits& limits)
+    : impl_(std::make_unique<Impl>(std::make_unique<FileSource>(path), path, limits)) {}
 
 TraceReader::TraceReader(std::span<const std::uint8_t> bytes, const std::string& name)
-    : impl_(std::make_unique<Impl>(std::make_unique<MemorySource>(bytes), name)) {}
+    : TraceReader(bytes, name, ReadLimits::None()) {}
+
+TraceReader::TraceReader(std::span<const std::uint8_t> bytes, const std::string& name, const ReadLimits& limits)
+    : impl_(std::make_unique<Impl>(std::make_unique<MemorySource>(bytes), name, limits)) {}
 
 TraceReader::~TraceReader() = default;
 

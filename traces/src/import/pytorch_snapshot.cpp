@@ -398,11 +398,61 @@ class Importer {
   std::uint64_t now_ns_ = 0;
 };
 
+// A pickle is a graph: memo references let one list or dict stand in many places at the cost of a
+// few bytes each, so that a 4 KB file can name a million events. Before anything is extracted,
+// count what the snapshot describes as the importer will walk it, every reference counted again
+// (each expansion is an event to import), and refuse it when that passes the caps: more events
+// than --max-events, or (ReadLimits::check_proportion) more events than bytes in the file, which
+// no real snapshot has (every trace entry and block is a dict of its own, tens of bytes).
+void CheckClaims(const pickle::Document& doc, std::uint64_t file_bytes, const std::string& name,
+                 const ReadLimits& limits) {
+  const pickle::Value& root = doc.root();
+  if (root.kind != pickle::Kind::kDict) return;  // ExtractSnapshot says what is wrong
+  // Counting walks each list once per reference to it, without expanding anything: a few steps
+  // per byte of the file at most.
+  std::uint64_t events = 0;
+  std::set<std::uint64_t> devices;
+  if (const pickle::Value* segments = doc.Get(root, "segments")) {
+    for (pickle::ValueId id : doc.Items(*segments)) {
+      const pickle::Value& seg = doc.at(id);
+      if (seg.kind != pickle::Kind::kDict) continue;
+      const pickle::Value* blocks = doc.Get(seg, "blocks");
+      events += 1 + (blocks ? doc.Items(*blocks).size() : 0);
+      const pickle::Value* device = doc.Get(seg, "device");
+      const auto index = device ? pickle::AsU64(*device) : std::optional<std::uint64_t>(0);
+      if (index) devices.insert(*index);
+    }
+  }
+  if (const pickle::Value* traces = doc.Get(root, "device_traces")) {
+    const auto lists = doc.Items(*traces);
+    for (std::size_t d = 0; d < lists.size(); ++d) {
+      const auto entries = doc.Items(doc.at(lists[d]));
+      if (entries.empty()) continue;
+      devices.insert(d);
+      events += entries.size();
+    }
+  }
+  if (const pickle::Value* notes = doc.Get(root, "external_annotations")) events += doc.Items(*notes).size();
+
+  if (devices.size() > limits.max_devices) {
+    throw TraceError(name, TooManyDevicesMessage(devices.size(), "in 'segments' and 'device_traces'", limits));
+  }
+  constexpr std::uint64_t kEventsPerByte = 1;
+  if (events > limits.EventCap(file_bytes, kEventsPerByte)) {
+    throw TraceError(name, TooManyEventsMessage(events,
+                                                fmt::format("segments, blocks and trace entries on {} devices, "
+                                                            "every pickle memo reference counted again",
+                                                            devices.size()),
+                                                file_bytes, kEventsPerByte, limits));
+  }
+}
+
 }  // namespace
 
-Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string& name) {
+Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string& name, const ReadLimits& limits) {
   try {
     const pickle::Document doc = pickle::ParsePickle(bytes);
+    CheckClaims(doc, bytes.size(), name, limits);
     return Importer(doc, name).Run();
   } catch (const pickle::PickleError& e) {
     throw TraceError(name, e.offset(), "pickle: " + e.detail());
@@ -413,12 +463,12 @@ Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string
   }
 }
 
-Trace ReadPytorchSnapshot(const std::string& path) {
+Trace ReadPytorchSnapshot(const std::string& path, const ReadLimits& limits) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw TraceError(path, 0, "cannot open the file");
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw TraceError(path, 0, "read error");
-  return ReadPytorchSnapshot(bytes, path);
+  return ReadPytorchSnapshot(bytes, path, limits);
 }
 
 bool LooksLikePytorchSnapshot(std::span<const std::uint8_t> head) {

@@ -69,7 +69,7 @@ std::optional<std::uint64_t> WholeHex(std::string_view s) {
 
 }  // namespace
 
-Trace ParseRmmCsv(std::string_view text, const std::string& name) {
+Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimits& limits) {
   Trace trace;
   trace.header.producer = "RAPIDS RMM logging_resource_adaptor";
   trace.header.source_format = "rmm-csv";
@@ -194,6 +194,9 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name) {
     if (in_use > traces::kMaxBytes * 2 || requested > traces::kMaxBytes * 2) {
       throw fail("the live allocations add up to more than 8 EiB: not a real log");
     }
+    if (trace.events.size() >= limits.max_events) {
+      throw fail(TooManyEventsMessage(trace.events.size() + 1, "one more on this line", text.size(), 1, limits));
+    }
     trace.events.push_back(e);
   }
   if (!header) throw TraceError(name, 0, fmt::format("empty: no \"{}\" header line", kHeader));
@@ -203,13 +206,13 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name) {
   return trace;
 }
 
-Trace ReadRmmCsv(const std::string& path) {
+Trace ReadRmmCsv(const std::string& path, const ReadLimits& limits) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw TraceError(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw TraceError(path, 0, fmt::format("read failed: {}", std::strerror(errno)));
-  return ParseRmmCsv(buffer.str(), path);
+  return ParseRmmCsv(buffer.str(), path, limits);
 }
 
 bool LooksLikeRmmCsv(std::string_view head) {

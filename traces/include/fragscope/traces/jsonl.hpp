@@ -14,7 +14,9 @@
 
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
+#include "fragscope/traces/read_limits.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 
 namespace fragscope::traces {
@@ -26,6 +28,10 @@ void WriteJsonl(TraceReader& reader, std::ostream& out);
 // Reads JSON Lines written by WriteJsonl (or by hand). Strict: an unknown key, a value of the
 // wrong type or an unknown event type is a TraceError naming the file and the line. Tags are
 // interned in order of first appearance.
-Trace ReadJsonl(const std::string& path);
+// At most `limits.max_events` events and `limits.max_devices` devices (header and events), else a
+// TraceError naming the line.
+Trace ReadJsonl(const std::string& path, const ReadLimits& limits = {});
+// The same from text in memory; `name` stands for the path in messages.
+Trace ParseJsonl(std::string_view text, const std::string& name, const ReadLimits& limits = {});
 
 }  // namespace fragscope::traces

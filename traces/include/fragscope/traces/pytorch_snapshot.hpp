@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "fragscope/traces/read_limits.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 
 namespace fragscope::traces {
@@ -16,9 +17,12 @@ namespace fragscope::traces {
 // Reads the snapshot at `path`. Throws TraceError (naming the file, and the byte offset where
 // the pickle is malformed) when the file cannot be read or is no snapshot. Inconsistencies
 // between the trace and the final state are warnings in Trace::warnings, never silent.
-Trace ReadPytorchSnapshot(const std::string& path);
+// `limits` caps the events and devices the snapshot describes, memo references counted each time
+// they are used (see ReadLimits); more is a TraceError before anything is imported.
+Trace ReadPytorchSnapshot(const std::string& path, const ReadLimits& limits = {});
 // The same for a snapshot held in memory; `name` stands for the path in messages.
-Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string& name);
+Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string& name,
+                          const ReadLimits& limits = {});
 
 // Content-based detection from the first bytes of a file (64 or more are best): a pickle
 // (PROTO opcode 0x80, protocol 2-5) whose top-level dict starts with a snapshot key.

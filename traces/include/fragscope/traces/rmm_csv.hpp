@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "fragscope/traces/read_limits.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 
 namespace fragscope::traces {
@@ -22,9 +23,9 @@ namespace fragscope::traces {
 // Reads an RMM log. Strict: a missing header, a short row, a bad number or an unknown action is a
 // TraceError naming the file and line. A free of a pointer that the log never allocated is a
 // warning (the allocation predates the log).
-Trace ReadRmmCsv(const std::string& path);
+Trace ReadRmmCsv(const std::string& path, const ReadLimits& limits = {});
 // The same from text in memory; `name` stands for the path in messages.
-Trace ParseRmmCsv(std::string_view text, const std::string& name);
+Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimits& limits = {});
 
 // Whether the start of a file is an RMM log (its first line is the CSV header).
 bool LooksLikeRmmCsv(std::string_view head);

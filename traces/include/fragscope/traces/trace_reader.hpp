@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fragscope/traces/event.hpp"
+#include "fragscope/traces/read_limits.hpp"
 #include "fragscope/traces/trace_header.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 
@@ -21,6 +22,8 @@ namespace fragscope::traces {
 class TraceError : public std::runtime_error {
  public:
   TraceError(std::string path, std::uint64_t offset, const std::string& message);
+  // A problem of the whole file, at no offset: "PATH: is a directory".
+  TraceError(std::string path, const std::string& message);
   const std::string& path() const { return path_; }
   std::uint64_t offset() const { return offset_; }
 
@@ -33,9 +36,13 @@ class TraceReader {
  public:
   // Opens `path` and reads the file header. Throws TraceError.
   explicit TraceReader(const std::string& path);
+  // The same, refusing a trace whose blocks hold more events than `limits` allow (their headers
+  // are summed when the file is opened, before any block is decoded; see ReadLimits).
+  TraceReader(const std::string& path, const ReadLimits& limits);
   // Reads a trace held in memory (`bytes` must outlive the reader); `name` stands for the path in
   // messages. For fuzzing, tests and traces that arrive over a network.
   TraceReader(std::span<const std::uint8_t> bytes, const std::string& name);
+  TraceReader(std::span<const std::uint8_t> bytes, const std::string& name, const ReadLimits& limits);
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
