@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -90,13 +91,13 @@ class LiveTable {
 };
 
 // Devices in order of first appearance, with a one-entry cache: traces run long stretches on one
-// device.
+// device. A hash set, so that traces of many devices cost no scan of them all per event.
 class DeviceSet {
  public:
   void Add(std::uint32_t device) {
     if (device == last_ && !seen_.empty()) return;
     last_ = device;
-    if (std::find(seen_.begin(), seen_.end(), device) == seen_.end()) seen_.push_back(device);
+    if (index_.insert(device).second) seen_.push_back(device);
   }
   std::vector<std::uint32_t> Sorted() const {
     std::vector<std::uint32_t> sorted = seen_;
@@ -106,6 +107,7 @@ class DeviceSet {
 
  private:
   std::vector<std::uint32_t> seen_;
+  std::unordered_set<std::uint32_t> index_;
   std::uint32_t last_ = 0;
 };
 

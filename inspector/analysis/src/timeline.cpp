@@ -150,7 +150,8 @@ TimelineFootprint TimelineModel::footprint() const {
   TimelineFootprint f;
   f.events_bytes = m.store.bytes();
   for (const DeviceData& d : m.device_data) {
-    f.series_bytes += d.l1.capacity() * sizeof(L1Block) + d.l2.capacity() * sizeof(L2Block);
+    f.series_bytes += d.l1.capacity() * sizeof(L1Block) + d.l2.capacity() * sizeof(L2Block) +
+                      (d.l1_at.capacity() + d.l2_at.capacity()) * sizeof(std::uint64_t);
   }
   f.keyframe_bytes = m.keyframe_bytes;
   f.keyframes = m.keyframe_count;

@@ -41,6 +41,8 @@ struct DeviceBuild {
   std::uint64_t min[3] = {0, 0, 0};
   std::uint64_t max[3] = {0, 0, 0};
   bool changed = false;
+  bool dirty = false;                    // in Indexer::dirty_ (changed since its last keyframe)
+  std::uint64_t block = ~std::uint64_t{0};  // the 64-event block that min and max belong to
   bool had_regions = false;
   bool has_region_field = false;  // some alloc of this device names its region
   std::shared_ptr<const KeyState> last;
@@ -72,8 +74,8 @@ class Indexer {
   void Free(DeviceBuild& b, std::uint64_t j, Record& r);
   void Reserve(DeviceBuild& b, std::uint64_t j, Record& r);
   void Release(DeviceBuild& b, std::uint64_t j, Record& r);
-  void StartBlock(std::uint16_t first_device);
-  void EndBlock();
+  void EnterBlock(DeviceBuild& b, std::uint16_t device, std::uint64_t j);
+  void EndBlock(std::uint64_t block);
   void Keyframes(std::uint64_t after);
   void Finish();
 
@@ -81,6 +83,8 @@ class Indexer {
   std::uint64_t budget_;
   std::uint64_t n_ = 0;
   std::vector<DeviceBuild> builds_;
+  std::vector<std::uint16_t> touched_;  // devices with events in the current 64-event block
+  std::vector<std::uint16_t> dirty_;    // devices changed since their last keyframe
   std::shared_ptr<const KeyState> empty_ = std::make_shared<KeyState>();
 };
 
@@ -192,61 +196,64 @@ void Indexer::Release(DeviceBuild& b, std::uint64_t j, Record& r) {
   }
 }
 
-// At the start of a 64-event block, each device's min and max start from its value before the
-// block, unless the block's first event is its own (then that value is not one of the block's).
-void Indexer::StartBlock(std::uint16_t first_device) {
-  for (std::size_t i = 0; i < builds_.size(); ++i) {
-    DeviceBuild& b = builds_[i];
-    for (int s = 0; s < 3; ++s) {
-      if (i == first_device) {
-        b.min[s] = kMaxU64;
-        b.max[s] = 0;
-      } else {
-        b.min[s] = b.max[s] = b.value[s];
-      }
+// At a device's first event in a 64-event block, its min and max start from its value before the
+// block, unless that event is the block's first (then that value is not one of the block's).
+// Devices without events in a block store nothing for it.
+void Indexer::EnterBlock(DeviceBuild& b, std::uint16_t device, std::uint64_t j) {
+  const std::uint64_t block = j >> kL1Shift;
+  if (b.block == block) return;
+  b.block = block;
+  touched_.push_back(device);
+  for (int s = 0; s < 3; ++s) {
+    if ((j & ((std::uint64_t{1} << kL1Shift) - 1)) == 0) {
+      b.min[s] = kMaxU64;
+      b.max[s] = 0;
+    } else {
+      b.min[s] = b.max[s] = b.value[s];
     }
   }
 }
 
-void Indexer::EndBlock() {
-  for (std::size_t i = 0; i < builds_.size(); ++i) {
+void Indexer::EndBlock(std::uint64_t block) {
+  for (std::uint16_t i : touched_) {
     const DeviceBuild& b = builds_[i];
-    L1Block block;
+    L1Block l1;
     for (int s = 0; s < 3; ++s) {
-      block.end[s] = b.value[s];
-      block.min[s] = b.min[s];
-      block.max[s] = b.max[s];
+      l1.end[s] = b.value[s];
+      l1.min[s] = b.min[s];
+      l1.max[s] = b.max[s];
     }
-    m_.device_data[i].l1.push_back(block);
+    m_.device_data[i].l1.push_back(l1);
+    m_.device_data[i].l1_at.push_back(block);
   }
+  touched_.clear();
 }
 
+// Devices changed since their last keyframe get a new one while the budget allows; a device that
+// did not change keeps its last entry, which stays exact until its next change (Keyframe::until).
 void Indexer::Keyframes(std::uint64_t after) {
   const double allowance = static_cast<double>(budget_) * static_cast<double>(after + 1) /
                            static_cast<double>(n_);
-  for (std::size_t i = 0; i < builds_.size(); ++i) {
+  std::size_t kept = 0;
+  for (std::uint16_t i : dirty_) {
     DeviceBuild& b = builds_[i];
     DeviceData& d = m_.device_data[i];
-    if (b.changed) {
-      const std::uint64_t cost = sizeof(KeyState) + 32 + b.live.leaf_count() * 16 +
-                                 b.live.fresh_bytes() + b.regions.size() * 16;
-      if (static_cast<double>(m_.keyframe_bytes + cost) <= allowance) {
-        auto state = std::make_shared<KeyState>();
-        state->regions.assign(b.regions.begin(), b.regions.end());
-        state->chunks = b.live.Freeze();
-        b.last = std::move(state);
-        b.changed = false;
-        m_.keyframe_bytes += cost;
-        ++m_.keyframe_count;
-      }
-    }
-    // An unchanged device (or one over budget) gets an entry sharing its latest state only when
-    // that state is exact here, so that StateAt never scans more than K events from it.
-    if (!b.changed) {
-      d.keyframes.push_back({after, b.last ? b.last : empty_});
-      m_.keyframe_bytes += sizeof(Keyframe);
+    const std::uint64_t cost = sizeof(KeyState) + 32 + b.live.leaf_count() * 16 + b.live.fresh_bytes() +
+                               b.regions.size() * 16 + sizeof(Keyframe);
+    if (static_cast<double>(m_.keyframe_bytes + cost) <= allowance) {
+      auto state = std::make_shared<KeyState>();
+      state->regions.assign(b.regions.begin(), b.regions.end());
+      state->chunks = b.live.Freeze();
+      d.keyframes.push_back({after, kNone, std::move(state)});
+      b.changed = false;
+      b.dirty = false;
+      m_.keyframe_bytes += cost;
+      ++m_.keyframe_count;
+    } else {
+      dirty_[kept++] = i;  // over budget: StateAt replays from its last keyframe
     }
   }
+  dirty_.resize(kept);
 }
 
 void Indexer::Run(const Progress& progress) {
@@ -259,6 +266,7 @@ void Indexer::Run(const Progress& progress) {
     m_.device_data[i].id = ids[i];
     m_.device_data[i].index = static_cast<std::uint16_t>(i);
     m_.device_data[i].metrics.device = ids[i];
+    m_.device_slot.emplace(ids[i], i);
   }
   for (std::uint64_t j = 0; j < n_; ++j) {
     const Record& r = store.record(j);
@@ -271,9 +279,9 @@ void Indexer::Run(const Progress& progress) {
   constexpr std::uint64_t kBlock = std::uint64_t{1} << kL1Shift;
   for (std::uint64_t j = 0; j < n_; ++j) {
     Record& r = store.record(j);
-    if ((j & (kBlock - 1)) == 0) StartBlock(r.device);
     DeviceBuild& b = builds_[r.device];
     DeviceData& d = m_.device_data[r.device];
+    EnterBlock(b, r.device, j);
     switch (static_cast<EventType>(r.type)) {
       case EventType::kAlloc: Alloc(b, d, j, r); break;
       case EventType::kFree: Free(b, j, r); break;
@@ -302,7 +310,22 @@ void Indexer::Run(const Progress& progress) {
       d.in_use_at_peak_reserved = v[0];
     }
     mt.peak_internal_waste = std::max(mt.peak_internal_waste, v[0] > v[2] ? v[0] - v[2] : 0);
-    if (((j + 1) & (kBlock - 1)) == 0 || j + 1 == n_) EndBlock();
+    if (d.first_event == kNone) {
+      // Before its first event a device holds nothing: a keyframe of the empty state, exact until
+      // its first change (none needed when that is event 0).
+      d.first_event = j;
+      if (j > 0 || !b.changed) {
+        d.keyframes.push_back({j > 0 && b.changed ? j - 1 : j, kNone, empty_});
+        m_.keyframe_bytes += sizeof(Keyframe);
+      }
+    }
+    if (b.changed && !b.dirty) {
+      // Its last keyframe held until the event before this one.
+      b.dirty = true;
+      dirty_.push_back(r.device);
+      if (!d.keyframes.empty()) d.keyframes.back().until = j - 1;
+    }
+    if (((j + 1) & (kBlock - 1)) == 0 || j + 1 == n_) EndBlock(j >> kL1Shift);
     if ((j + 1) % k == 0) Keyframes(j);
     if (progress && ((j + 1) & ((std::uint64_t{1} << 20) - 1)) == 0) progress(j + 1, n_);
   }
@@ -311,23 +334,35 @@ void Indexer::Run(const Progress& progress) {
 }
 
 void Indexer::Finish() {
-  // The coarse level of the pyramid: 64 blocks of 64 events.
-  constexpr std::uint64_t kRatio = std::uint64_t{1} << (kL2Shift - kL1Shift);
+  // The coarse level of the pyramid: 64 blocks of 64 events, for the whole 4096-event blocks
+  // where the device has events. Its blocks without events are flat at the value before them.
+  constexpr unsigned kRatioShift = kL2Shift - kL1Shift;
+  const std::uint64_t full = n_ >> kL2Shift;
   for (DeviceData& d : m_.device_data) {
-    const std::uint64_t full = d.l1.size() / kRatio;
-    d.l2.resize(full);
-    for (std::uint64_t c = 0; c < full; ++c) {
-      L2Block& out = d.l2[c];
+    std::size_t i = 0;
+    while (i < d.l1_at.size()) {
+      const std::uint64_t chunk = d.l1_at[i] >> kRatioShift;
+      if (chunk >= full) break;
+      L2Block out;
       for (int s = 0; s < 3; ++s) {
         out.min[s] = kMaxU64;
         out.max[s] = 0;
       }
-      for (std::uint64_t i = c * kRatio; i < (c + 1) * kRatio; ++i) {
+      if (d.l1_at[i] != chunk << kRatioShift) {
+        for (int s = 0; s < 3; ++s) {  // flat from the chunk's start to its first stored block
+          const std::uint64_t before = i == 0 ? 0 : d.l1[i - 1].end[s];
+          out.min[s] = std::min(out.min[s], before);
+          out.max[s] = std::max(out.max[s], before);
+        }
+      }
+      for (; i < d.l1_at.size() && (d.l1_at[i] >> kRatioShift) == chunk; ++i) {
         for (int s = 0; s < 3; ++s) {
           out.min[s] = std::min(out.min[s], d.l1[i].min[s]);
           out.max[s] = std::max(out.max[s], d.l1[i].max[s]);
         }
       }
+      d.l2.push_back(out);
+      d.l2_at.push_back(chunk);
     }
   }
 

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "fragscope/analysis/timeline.hpp"
@@ -44,6 +45,9 @@ struct KeyState {
 
 struct Keyframe {
   std::uint64_t after = 0;  // the state right after this event
+  // The last event after which `state` is still the device's state (the device changed nothing
+  // between): kNone while it has not changed since.
+  std::uint64_t until = ~std::uint64_t{0};
   std::shared_ptr<const KeyState> state;
 };
 
@@ -59,11 +63,18 @@ struct L2Block {
   std::uint64_t max[3];
 };
 
+// Per device, costs grow with the device's own events, never with the device count times the
+// trace's length: series blocks are stored only where the device has events (elsewhere its
+// values stay what they were at the end of its previous block), keyframes only where its state
+// changed.
 struct DeviceData {
   std::uint32_t id = 0;
   std::uint16_t index = 0;  // record device index
-  std::vector<L1Block> l1;
-  std::vector<L2Block> l2;
+  std::uint64_t first_event = ~std::uint64_t{0};
+  std::vector<L1Block> l1;             // the 64-event blocks holding events of this device
+  std::vector<std::uint64_t> l1_at;    // their block numbers (event index >> kL1Shift), ascending
+  std::vector<L2Block> l2;             // the whole 4096-event blocks holding events of it
+  std::vector<std::uint64_t> l2_at;    // their numbers (event index >> kL2Shift), ascending
   std::vector<Keyframe> keyframes;
   DeviceMetrics metrics;
   std::uint64_t peak_reserved_event = kNone;
@@ -85,6 +96,7 @@ struct ModelData {
   std::vector<std::string> tags;  // by id - 1
   std::vector<std::uint32_t> devices;          // public: ascending, with the header's devices
   std::vector<DeviceData> device_data;         // by record device index
+  std::unordered_map<std::uint32_t, std::size_t> device_slot;  // device id -> index in device_data
   std::vector<Override> overrides;
   std::vector<Marker> markers;
   std::vector<std::string> warnings;

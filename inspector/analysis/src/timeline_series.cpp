@@ -20,9 +20,32 @@ struct Range {
   }
 };
 
+// The device's 64-event block `block`: stored where the device has events; elsewhere flat at its
+// value at the end of its previous stored block (0 before the first).
+L1Block L1At(const DeviceData& d, std::uint64_t block) {
+  const auto it = std::lower_bound(d.l1_at.begin(), d.l1_at.end(), block);
+  const auto pos = static_cast<std::size_t>(it - d.l1_at.begin());
+  if (it != d.l1_at.end() && *it == block) return d.l1[pos];
+  L1Block flat{};
+  for (int s = 0; s < 3; ++s) flat.end[s] = flat.min[s] = flat.max[s] = pos == 0 ? 0 : d.l1[pos - 1].end[s];
+  return flat;
+}
+
+// The same for a whole 4096-event block `chunk`.
+L2Block L2At(const DeviceData& d, std::uint64_t chunk) {
+  const auto it = std::lower_bound(d.l2_at.begin(), d.l2_at.end(), chunk);
+  if (it != d.l2_at.end() && *it == chunk) return d.l2[static_cast<std::size_t>(it - d.l2_at.begin())];
+  const L1Block before = L1At(d, chunk << (kL2Shift - kL1Shift));  // no event in the chunk: flat
+  L2Block flat{};
+  for (int s = 0; s < 3; ++s) flat.min[s] = flat.max[s] = before.min[s];
+  return flat;
+}
+
 // Value of the series before event `block * 64`.
 std::uint64_t BlockStart(const DeviceData& d, int s, std::uint64_t block) {
-  return block == 0 ? 0 : d.l1[block - 1].end[s];
+  if (block == 0) return 0;
+  const auto it = std::lower_bound(d.l1_at.begin(), d.l1_at.end(), block);
+  return it == d.l1_at.begin() ? 0 : d.l1[static_cast<std::size_t>(it - d.l1_at.begin()) - 1].end[s];
 }
 
 // Min and max over the values after events [begin, end), all inside one 64-event block, from
@@ -41,7 +64,7 @@ void ScanBlock(const ModelData& m, const DeviceData& d, Series series, std::uint
       if (j >= begin) out->Add(v);
     }
   } else {
-    std::uint64_t v = d.l1[block].end[s];
+    std::uint64_t v = L1At(d, block).end[s];
     for (std::uint64_t j = block_end; j-- > begin;) {
       if (j < end) out->Add(v);  // v is the value after event j
       if (m.store.record(j).device == d.index) v -= m.Delta(j, series);
@@ -57,12 +80,12 @@ Range MinMax(const ModelData& m, const DeviceData& d, Series series, std::uint64
   std::uint64_t i = begin;
   while (i < end) {
     if ((i & (kL2 - 1)) == 0 && i + kL2 <= end) {
-      const L2Block& b = d.l2[i >> kL2Shift];
+      const L2Block b = L2At(d, i >> kL2Shift);
       out.Add(b.min[s]);
       out.Add(b.max[s]);
       i += kL2;
     } else if ((i & (kL1 - 1)) == 0 && i + kL1 <= end) {
-      const L1Block& b = d.l1[i >> kL1Shift];
+      const L1Block b = L1At(d, i >> kL1Shift);
       out.Add(b.min[s]);
       out.Add(b.max[s]);
       i += kL1;

@@ -10,8 +10,8 @@ namespace fragscope::analysis::timeline_detail {
 using traces::EventType;
 
 const DeviceData* ModelData::Find(std::uint32_t device) const {
-  for (const DeviceData& d : device_data) if (d.id == device) return &d;
-  return nullptr;
+  const auto it = device_slot.find(device);
+  return it == device_slot.end() ? nullptr : &device_data[it->second];
 }
 
 std::string ModelData::TagName(traces::TagId id) const {
@@ -173,11 +173,12 @@ MemoryState StateAt(const ModelData& model, std::uint32_t device, std::uint64_t 
   auto kf = std::upper_bound(dev->keyframes.begin(), dev->keyframes.end(), index,
                              [](std::uint64_t i, const Keyframe& k) { return i < k.after; });
   const KeyState* key = nullptr;
-  std::uint64_t from = 0;
+  std::uint64_t from = dev->first_event;  // before it, the device holds nothing
   if (kf != dev->keyframes.begin()) {
     --kf;
     key = kf->state.get();
-    from = kf->after + 1;
+    // The keyframe's state holds through kf->until: replay only the events after that.
+    from = index <= kf->until ? index + 1 : kf->until + 1;
   }
 
   RegionMap regions;
