@@ -1,6 +1,8 @@
 // fragscope: analyse, replay and convert allocation traces. See `fragscope --help`.
 #include <cstdio>
 #include <map>
+#include <new>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -11,6 +13,7 @@
 #include "commands.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/traces/trace_reader.hpp"
+#include "trace_input.hpp"
 
 int main(int argc, char** argv) {
   using namespace fragscope;
@@ -37,6 +40,25 @@ int main(int argc, char** argv) {
   }
 #endif
 
+  // Every command that reads a trace caps what the trace may expand to (docs/cli.md, "Limits on
+  // inputs"); synth reads none.
+  std::uint64_t max_events = traces::ReadLimits::kDefaultMaxEvents;
+  std::uint32_t max_devices = traces::ReadLimits::kDefaultMaxDevices;
+  std::map<const CLI::App*, CLI::Option*> max_events_options;
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->get_name() == "synth") continue;
+    max_events_options[sub] =
+        sub->add_option("--max-events", max_events,
+                        "refuse a trace that holds more events than this (counting every repetition "
+                        "an input expands to); giving it also lifts the check of events against the "
+                        "file's size")
+            ->capture_default_str()
+            ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+    sub->add_option("--max-devices", max_devices, "refuse a trace that names more devices than this")
+        ->capture_default_str()
+        ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{1} << 20));
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -50,8 +72,28 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   const CLI::App* chosen = app.get_subcommands().front();
+  {
+    traces::ReadLimits limits;
+    limits.max_events = max_events;
+    limits.max_devices = max_devices;
+    const auto given = max_events_options.find(chosen);
+    limits.check_proportion = given == max_events_options.end() || given->second->count() == 0;
+    cli::TraceInput::SetDefaultLimits(limits);
+  }
+  // What the command was doing with which file, for failures that do not say it themselves.
+  const auto doing = []() -> std::optional<cli::InputActivity> { return cli::TraceInput::CurrentActivity(); };
   try {
     return commands.at(chosen)();
+  } catch (const std::bad_alloc&) {
+    if (const auto activity = doing()) {
+      fmt::print(stderr,
+                 "error: out of host memory while {} {} (the input describes {}; limit it with "
+                 "--max-events)\n",
+                 activity->reading ? "reading" : "analysing", activity->path, activity->Describe());
+    } else {
+      fmt::print(stderr, "error: out of host memory\n");
+    }
+    return cli::kBadInput;
   } catch (const traces::TraceError& error) {
     fmt::print(stderr, "error: {}\n", error.what());
   } catch (const ConfigError& error) {
@@ -61,7 +103,15 @@ int main(int argc, char** argv) {
   } catch (const Error& error) {
     fmt::print(stderr, "error: {}\n", error.what());
   } catch (const std::exception& error) {
-    fmt::print(stderr, "error: {}\n", error.what());
+    // An internal failure (a limit of the analysis, a library's error): name the file.
+    const auto activity = doing();
+    const std::string_view what = error.what();
+    if (activity && what.find(activity->path) == std::string_view::npos) {
+      fmt::print(stderr, "error: {}: {} (while {} it; the input describes {})\n", activity->path, what,
+                 activity->reading ? "reading" : "analysing", activity->Describe());
+    } else {
+      fmt::print(stderr, "error: {}\n", what);
+    }
   }
   return cli::kBadInput;
 }

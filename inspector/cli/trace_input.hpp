@@ -5,25 +5,54 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "fragscope/analysis/allocation_sequence.hpp"
 #include "fragscope/traces/event.hpp"
+#include "fragscope/traces/read_limits.hpp"
 #include "fragscope/traces/trace_header.hpp"
 
 namespace fragscope::cli {
 
+// What the command is reading or working on, for messages about failures that happen anywhere
+// (out of host memory, an internal limit): the file and what it described so far.
+struct InputActivity {
+  std::string path;
+  std::string format;             // empty until the format is known
+  std::uint64_t file_bytes = 0;
+  std::uint64_t events = 0;       // events read so far
+  std::uint64_t devices = 0;      // distinct devices among them
+  bool reading = true;            // false once every block was read (the work goes on with them)
+  // "1000000 events on 3 devices" / "a PyTorch memory snapshot of 4096 bytes"
+  std::string Describe() const;
+};
+
 class TraceInput {
  public:
-  // Throws traces::TraceError naming the file (missing, unreadable, unknown format).
+  // Opens a trace of any format from its content. `path` "-" is standard input; standard input,
+  // pipes and other streams (/dev/stdin) are read whole into memory once, and opening the same
+  // name again reads that copy (commands read a trace more than once). `limits` caps the events
+  // and devices the input may describe (checked while reading; importers of formats read whole
+  // check what the file claims before they expand it). Throws traces::TraceError naming the file
+  // (missing, a directory, unreadable, unknown format, over a limit).
   static std::unique_ptr<TraceInput> Open(const std::string& path);
+  static std::unique_ptr<TraceInput> Open(const std::string& path, const traces::ReadLimits& limits);
+  // The limits Open(path) applies: a command's --max-events and --max-devices.
+  static void SetDefaultLimits(const traces::ReadLimits& limits);
+  static traces::ReadLimits DefaultLimits();
+  // The input most recently opened and what it described so far; nullopt before any.
+  static std::optional<InputActivity> CurrentActivity();
   virtual ~TraceInput() = default;
 
   virtual const traces::TraceHeader& header() const = 0;
   // Tag names by id - 1, of the blocks read so far (all of them once NextBlock returned false).
   virtual const std::vector<std::string>& tags() const = 0;
-  virtual bool NextBlock(std::vector<traces::Event>* events) = 0;
+  // The next block of events; false at the end. Throws traces::TraceError when the input passes
+  // the limits it was opened with (events, devices).
+  bool NextBlock(std::vector<traces::Event>* events);
   virtual const std::vector<std::string>& warnings() const = 0;
   virtual std::uint64_t bytes_total() const = 0;
   virtual std::uint64_t bytes_done() const = 0;
@@ -46,10 +75,19 @@ class TraceInput {
                                const BlockObserver& observer = {});
 
  protected:
+  virtual bool ReadBlock(std::vector<traces::Event>* events) = 0;
+
   static const std::vector<std::string> kNoStacks;
   static const std::vector<std::uint32_t> kNoEventStacks;
   std::string path_;
   std::string format_;
+  traces::ReadLimits limits_;
+
+ private:
+  std::uint64_t events_ = 0;
+  std::unordered_set<std::uint32_t> devices_;
+  std::uint32_t last_device_ = 0;
+  bool any_device_ = false;
 };
 
 }  // namespace fragscope::cli
