@@ -39,11 +39,33 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-bool IsCudaKind(BackingKind kind) {
-  return kind == BackingKind::kCuda || kind == BackingKind::kVmm || kind == BackingKind::kAsync;
-}
-
 }  // namespace
+
+BackingTraits TraitsOf(BackingKind kind) {
+  constexpr std::uint64_t k2MiB = std::uint64_t{2} << 20;
+  BackingTraits traits;
+  switch (kind) {
+    case BackingKind::kSim:
+      traits.grows_in_place = traits.simulates_external_use = true;
+      traits.map_granularity = k2MiB;
+      break;
+    case BackingKind::kHost:
+      traits.grows_in_place = traits.simulates_external_use = true;
+      traits.map_granularity = k2MiB;
+      break;
+    case BackingKind::kCuda:
+      traits.needs_gpu = true;
+      break;
+    case BackingKind::kVmm:
+      traits.grows_in_place = traits.needs_gpu = true;
+      traits.map_granularity = k2MiB;  // at least; the device's own granularity when larger
+      break;
+    case BackingKind::kAsync:
+      traits.needs_gpu = traits.always_passthrough = true;
+      break;
+  }
+  return traits;
+}
 
 std::string_view ToString(BackingKind kind) {
   switch (kind) {
@@ -72,7 +94,7 @@ bool ParseBackingKind(std::string_view text, BackingKind* out) {
 }
 
 std::unique_ptr<Backing> MakeBacking(const AllocConf& conf) {
-  if (IsCudaKind(conf.backing)) {
+  if (TraitsOf(conf.backing).needs_gpu) {
 #if FRAGSCOPE_HAVE_CUDA
     // external_use simulates other processes on a device that has no real ones; on a GPU the other
     // processes are real and cudaMalloc already sees them.

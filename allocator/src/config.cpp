@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/policy.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/traces/byte_math.hpp"
 
@@ -219,6 +220,15 @@ void ParseExpandable(std::string_view key, std::string_view value, AllocConf& co
   conf.expandable = ParseSwitch(key, value);
 }
 
+void ParsePolicy(std::string_view key, std::string_view value, AllocConf& conf) {
+  if (FindPolicy(value) == nullptr) {
+    std::string names;
+    for (const std::string& name : PolicyNames()) names += (names.empty() ? "" : ", ") + name;
+    BadValue(key, value, fmt::format("a registered policy: {}", names));
+  }
+  conf.policy = std::string(value);  // "bfc" and "passthrough" are settled in CheckCombination
+}
+
 void ParsePassthrough(std::string_view key, std::string_view value, AllocConf& conf) {
   conf.passthrough = ParseSwitch(key, value);
 }
@@ -243,6 +253,7 @@ enum KeyIndex : std::size_t {
   kGcKey,
   kExpandableKey,
   kPassthroughKey,
+  kPolicyKey,
   kKeyCount,
 };
 
@@ -258,6 +269,7 @@ constexpr std::array<KeySpec, kKeyCount> kKeys = {{
     {"gc", ParseGc},
     {"expandable", ParseExpandable},
     {"passthrough", ParsePassthrough},
+    {"policy", ParsePolicy},
 }};
 
 std::string KeyList() {
@@ -302,17 +314,32 @@ std::string FormatFraction(double fraction) {
   return fmt::format("{}", fraction);  // shortest form that reads back to the same double
 }
 
-bool CanExpand(BackingKind kind) {
-  return kind == BackingKind::kSim || kind == BackingKind::kHost || kind == BackingKind::kVmm;
-}
-
-bool SimulatesExternalUse(BackingKind kind) {
-  return kind == BackingKind::kSim || kind == BackingKind::kHost;
+// policy=bfc and policy=passthrough are the built-ins that passthrough= already selects: the
+// configuration keeps one spelling (passthrough=on|off, no policy), so equal configurations compare
+// and print equal. Another policy cannot be combined with passthrough=on.
+void SettlePolicy(AllocConf& conf, const std::array<bool, kKeyCount>& given) {
+  if (conf.policy.empty()) return;
+  const bool wants_passthrough = conf.policy == "passthrough";
+  if (conf.policy == "bfc" || wants_passthrough) {
+    if (given[kPassthroughKey] && conf.passthrough != wants_passthrough) {
+      throw ConfigError("policy", fmt::format("policy={} contradicts passthrough={}", conf.policy,
+                                              FormatSwitch(conf.passthrough)));
+    }
+    conf.passthrough = wants_passthrough;
+    conf.policy.clear();
+    return;
+  }
+  if (conf.passthrough) {
+    throw ConfigError("policy", fmt::format("policy={} cannot be combined with passthrough=on, which "
+                                            "selects the passthrough policy",
+                                            conf.policy));
+  }
 }
 
 // Checks the keys against each other, once all are read. `given` says which keys the text set.
 void CheckCombination(AllocConf& conf, const std::array<bool, kKeyCount>& given) {
-  if (conf.external_use != 0 && !SimulatesExternalUse(conf.backing)) {
+  SettlePolicy(conf, given);
+  if (conf.external_use != 0 && !TraitsOf(conf.backing).simulates_external_use) {
     throw ConfigError(
         "external_use",
         fmt::format("external_use={} needs backing sim or host: it simulates memory that other "
@@ -325,12 +352,12 @@ void CheckCombination(AllocConf& conf, const std::array<bool, kKeyCount>& given)
                                   "device its limit in virtual_devices instead",
                                   FormatDevices(conf.virtual_devices)));
   }
-  if (conf.expandable && !CanExpand(conf.backing)) {
+  if (conf.expandable && !TraitsOf(conf.backing).grows_in_place) {
     throw ConfigError("expandable",
                       fmt::format("expandable=on needs backing sim, host or vmm, not backing {}",
                                   ToString(conf.backing)));
   }
-  const bool async = conf.backing == BackingKind::kAsync;
+  const bool async = TraitsOf(conf.backing).always_passthrough;
   if (async) {
     if (given[kPassthroughKey] && !conf.passthrough) {
       throw ConfigError("passthrough",
@@ -422,6 +449,7 @@ std::string AllocConf::ToString() const {
   add("gc", FormatSwitch(gc));
   add("expandable", FormatSwitch(expandable));
   add("passthrough", FormatSwitch(passthrough));
+  if (!policy.empty()) add("policy", policy);  // a registered policy other than the built-ins
   return out;
 }
 
@@ -469,6 +497,7 @@ AllocConf ParseAllocConf(std::string_view text) {
   }
 
   CheckCombination(conf, given);
+  if (const auto& check = PolicyOf(conf).check) check(conf);
   return conf;
 }
 

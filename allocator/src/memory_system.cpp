@@ -6,11 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "bfc_allocator.hpp"
 #include "fragscope/allocator/errors.hpp"
+#include "fragscope/allocator/policy.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/traces/byte_math.hpp"
-#include "passthrough_allocator.hpp"
 
 namespace fragscope {
 
@@ -52,27 +51,19 @@ std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf,
     }
   }
 
+  const Policy& policy = PolicyOf(conf);
   for (std::size_t i = 0; i < limits.size(); ++i) {
-    const auto device = static_cast<std::uint32_t>(i);
-    if (conf.passthrough) {
-      system->devices_.push_back(
-          std::make_unique<PassthroughAllocator>(*system->backing_, device, limits[i]));
-      continue;
-    }
-    bfc::BfcOptions options;
-    options.device = device;
-    options.limit = limits[i];
-    options.growth = conf.growth;
-    options.gc = conf.gc;
-    options.expandable = conf.expandable;
+    std::uint64_t preallocate_bytes = 0;
     if (conf.preallocate > 0) {
       // One device: a fraction of the physical device, within the limit. Virtual devices: a
       // fraction of each one's own limit.
       const std::uint64_t base = conf.virtual_devices.empty() ? capacity : limits[i];
       const auto bytes = static_cast<std::uint64_t>(std::floor(conf.preallocate * static_cast<double>(base)));
-      options.preallocate_bytes = std::min(bytes, limits[i]);
+      preallocate_bytes = std::min(bytes, limits[i]);
     }
-    system->devices_.push_back(std::make_unique<bfc::BfcAllocator>(*system->backing_, options));
+    const PolicyContext context{*system->backing_, system->conf_, static_cast<std::uint32_t>(i), limits[i],
+                                preallocate_bytes};
+    system->devices_.push_back(policy.create(context));
   }
   return system;
 }
@@ -83,13 +74,8 @@ MemorySystem::~MemorySystem() {
 
 std::string MemorySystem::Describe() const {
   const BackingInfo& info = backing_->info();
-  std::string policy = conf_.passthrough ? "passthrough" : "bfc";
-  if (!conf_.passthrough) {
-    if (conf_.expandable) policy += " expandable";
-    else policy += conf_.growth ? " growth" : " no-growth";
-    if (conf_.preallocate > 0) policy += fmt::format(" preallocate {:.2f}", conf_.preallocate);
-    policy += conf_.gc ? " gc" : " no-gc";
-  }
+  const Policy& selected = PolicyOf(conf_);
+  const std::string policy = selected.describe ? selected.describe(conf_) : selected.name;
   std::string limits;
   for (const auto& device : devices_) {
     if (!limits.empty()) limits += " + ";

@@ -104,7 +104,7 @@ TEST(AllocConf, BlankStringMeansDefaults) {
 TEST(AllocConf, KeysInDocumentationOrder) {
   const std::vector<std::string_view> expected = {
       "backing", "capacity",        "device", "external_use", "growth",     "preallocate",
-      "limit",   "virtual_devices", "gc",     "expandable",   "passthrough"};
+      "limit",   "virtual_devices", "gc",     "expandable",   "passthrough", "policy"};
   EXPECT_EQ(AllocConfKeys(), expected);
 }
 

@@ -112,8 +112,7 @@ void CheckBacking(BackendKind backend, const AllocConf& conf) {
         "the cpu backend computes on host memory: it needs backing=host, not backing={}",
         ToString(conf.backing)));
   }
-  if (backend == BackendKind::kCuda && conf.backing != BackingKind::kCuda &&
-      conf.backing != BackingKind::kVmm && conf.backing != BackingKind::kAsync) {
+  if (backend == BackendKind::kCuda && !TraitsOf(conf.backing).needs_gpu) {
     throw std::invalid_argument(fmt::format(
         "the cuda backend computes on GPU memory: it needs backing=cuda, vmm or async, not backing={}",
         ToString(conf.backing)));

@@ -23,6 +23,18 @@ enum class BackingKind : std::uint8_t { kSim, kHost, kCuda, kVmm, kAsync };
 std::string_view ToString(BackingKind kind);             // "sim", "host", ...
 bool ParseBackingKind(std::string_view text, BackingKind* out);
 
+// What a backing can do, known from its kind alone (nothing opened): for configuration checks,
+// policy advice and replays that plan a policy without a device. The one definition; an opened
+// backing agrees (Backing::expandable() is non-null exactly when grows_in_place).
+struct BackingTraits {
+  bool grows_in_place = false;         // ranges that grow and shrink in place: expandable=on
+  bool simulates_external_use = false; // external_use= models memory other processes hold
+  bool needs_gpu = false;              // a CUDA device and a build with CUDA
+  bool always_passthrough = false;     // caches on its own (cudaMallocAsync pools)
+  std::uint64_t map_granularity = 0;   // pages of a range that grows in place; 0 when none
+};
+BackingTraits TraitsOf(BackingKind kind);
+
 struct BackingInfo {
   BackingKind kind = BackingKind::kSim;
   std::string device_name;       // "sim", "host (64 GiB RAM)", "NVIDIA H200"

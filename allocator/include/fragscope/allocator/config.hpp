@@ -28,6 +28,7 @@ struct AllocConf {
   bool gc = true;                          // on failure release empty regions and retry
   bool expandable = false;                 // one region that grows in place (sim, host, vmm)
   bool passthrough = false;                // one backing call per request, no caching
+  std::string policy;                      // a registered policy (policy.hpp); empty: by passthrough
 
   // Canonical form: every key, in documentation order, that ParseAllocConf reads back equal.
   std::string ToString() const;
