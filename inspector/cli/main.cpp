@@ -12,6 +12,7 @@
 #include "cli_support.hpp"
 #include "commands.hpp"
 #include "fragscope/allocator/errors.hpp"
+#include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "trace_input.hpp"
 
@@ -101,6 +102,9 @@ int main(int argc, char** argv) {
   } catch (const cli::UsageError& error) {
     fmt::print(stderr, "error: {}\n", error.what());
   } catch (const Error& error) {
+    fmt::print(stderr, "error: {}\n", error.what());
+  } catch (const traces::OutputError& error) {
+    // About the output, which the message names: the input's context would mislead.
     fmt::print(stderr, "error: {}\n", error.what());
   } catch (const std::exception& error) {
     // An internal failure (a limit of the analysis, a library's error): name the file.

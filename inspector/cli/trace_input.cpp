@@ -197,16 +197,11 @@ traces::Trace Import(Format format, std::string_view text, const std::string& na
           std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), name, limits);
     case Format::kJsonl: return traces::ParseJsonl(text, name, limits);
     case Format::kRmm: return traces::ParseRmmCsv(text, name, limits);
-    case Format::kTf: {
+    case Format::kTf:
       // One line or more per event (a dump's chunks; its frees of the dump before): never more
-      // events than bytes. The event cap is checked as the blocks are read.
-      const std::vector<traces::TfBfcDump> dumps = traces::ParseTfBfcLog(text, name);
-      if (dumps.empty()) {
-        throw traces::TraceError(name, 0, "no TensorFlow BFC allocator dump found (no \"ran out of memory\" "
-                                          "header, no chunk, bin or Stats lines)");
-      }
-      return traces::TfBfcDumpsToTrace(dumps, name);
-    }
+      // events than bytes. The event cap is checked as the blocks are read. A number the dump
+      // cannot be read without is an error naming its line (ParseTfBfcLogToTrace).
+      return traces::ParseTfBfcLogToTrace(text, name);
     case Format::kFst: break;
   }
   throw traces::TraceError(name, 0, "internal: not a format read whole");

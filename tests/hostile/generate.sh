@@ -33,6 +33,41 @@ printf '%s\n' '{"type":"header","producer":"hostile","alloc_conf":"backing=sim,c
   '{"type":"alloc","seq":0,"address":4096,"size":1000,"rounded":1024}' \
   '{"type":"oom","seq":1,"size":18446744073709551615}' >"$out/jsonl_oom_request_wraps.jsonl"
 
+# --- TensorFlow BFC dumps: the base reads cleanly; each variant changes one line (tf_log LINE TEXT)
+tf_log() {
+  local line=$1 text=$2 i=0
+  while IFS= read -r base; do
+    i=$((i + 1))
+    if [ "$i" -eq "$line" ]; then printf '%s\n' "$text"; else printf '%s\n' "$base"; fi
+  done <<'LOG'
+2021-03-15 17:16:57.000001: W bfc_allocator.cc:456] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00KiB (rounded to 1024)requested by op MatMul
+I bfc_allocator.cc:1011] Next region of size 2048
+I bfc_allocator.cc:1031] InUse at 0x7f0000000000 of size 768 next 1
+I bfc_allocator.cc:1031] Free  at 0x7f0000000300 of size 512 next 2
+I bfc_allocator.cc:1031] InUse at 0x7f0000000500 of size 768 next 3
+I bfc_allocator.cc:1052] Stats: 
+Limit:                        2048
+InUse:                        1536
+MaxInUse:                     1536
+NumAllocs:                       2
+W op_kernel.cc:1763] OP_REQUIRES failed : Resource exhausted: OOM when allocating tensor with shape[256] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc
+LOG
+}
+tf_log 0 '' >"$out/tf_clean.log"
+tf_log 3 'I bfc_allocator.cc:1031] InUse at 0x7f0000000000 of size 9223372036854775808 next 1' >"$out/tf_chunk_2e63.log"
+tf_log 3 'I bfc_allocator.cc:1031] InUse at 0x1234567890123456789 of size 768 next 1' >"$out/tf_pointer_19_digits.log"
+tf_log 2 'I bfc_allocator.cc:1011] Next region of size 18446744073709551615' >"$out/tf_region_2e64.log"
+tf_log 7 'Limit:                        -5' >"$out/tf_limit_negative.log"
+tf_log 11 'W op_kernel.cc:1763] OP_REQUIRES failed : Resource exhausted: OOM when allocating tensor with shape[-1,3] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc' >"$out/tf_shape_negative.log"
+
+# --- JSON Lines naming more devices than --max-devices (5 here)
+{
+  printf '%s\n' '{"type":"header","producer":"hostile"}'
+  for d in 0 1 2 3 4 5 6; do
+    printf '{"type":"alloc","seq":%d,"device":%d,"address":4096,"size":256}\n' "$d" "$d"
+  done
+} >"$out/jsonl_seven_devices.jsonl"
+
 # --- damaged and empty files
 head -c 0 "$sample" >"$out/empty.fst"
 head -c 40 "$sample" >"$out/fst_header_only_cut.fst"

@@ -14,6 +14,7 @@
 #include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/trainer/data.hpp"
+#include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 
 namespace fragscope::trainer {
@@ -124,6 +125,8 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
   for (int b : options.batch_schedule) {
     if (b < 1) throw std::invalid_argument("every batch of the schedule must be at least 1");
   }
+  // Before the data is read: a trace written over the data file would destroy it.
+  if (!options.trace_path.empty()) traces::RefuseOutputOverInput(options.trace_path, {options.data_path});
   if (!std::isfinite(options.lr) || options.lr <= 0.0) {
     throw std::invalid_argument(fmt::format("the learning rate must be a finite number greater than 0, not {}", options.lr));
   }
