@@ -68,6 +68,17 @@ tf_log 11 'W op_kernel.cc:1763] OP_REQUIRES failed : Resource exhausted: OOM whe
   done
 } >"$out/jsonl_seven_devices.jsonl"
 
+# --- a PyTorch snapshot whose one block is 8 EiB (python3 writes the pickle: protocol 2, as torch)
+python3 - "$out/pytorch_block_8eib.pickle" <<'PY'
+import pickle, sys
+size = 2**63
+block = {'size': size, 'requested_size': size, 'state': 'active_allocated', 'address': 4096, 'frames': []}
+segment = {'device': 0, 'address': 4096, 'total_size': size, 'allocated_size': size, 'active_size': size,
+           'requested_size': size, 'stream': 0, 'segment_type': 'large', 'blocks': [block]}
+with open(sys.argv[1], 'wb') as f:
+    f.write(pickle.dumps({'segments': [segment], 'device_traces': [[]]}, protocol=2))
+PY
+
 # --- damaged and empty files
 head -c 0 "$sample" >"$out/empty.fst"
 head -c 40 "$sample" >"$out/fst_header_only_cut.fst"
