@@ -113,79 +113,93 @@ class DeviceSet {
 
 }  // namespace
 
-AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
-                                           const BlockSource& blocks,
-                                           const std::vector<std::string>* tags) {
+struct AllocationSequenceBuilder::State {
   AllocationSequence sequence;
-  sequence.header = header;
-
   LiveTable live;
   DeviceSet devices;
-  std::vector<Event> block;
   std::uint64_t allocations = 0;
-  const auto push = [&](const AllocationOp& op, std::uint64_t time_ns) {
+
+  void push(const AllocationOp& op, std::uint64_t time_ns) {
     sequence.ops.push_back(op);
     sequence.time_ns.push_back(time_ns);
-  };
-
-  while (blocks(&block)) {
-    for (const Event& event : block) {
-      switch (event.type) {
-        case EventType::kAlloc: {
-          if (allocations >= AllocationOp::kNoAllocation) {
-            throw std::length_error("trace holds more than 4294967294 allocations");
-          }
-          if (const char* problem = traces::EventSizeProblem(event)) {
-            throw traces::SizeOverflow(fmt::format("alloc event {} (device {}, {} bytes): {}",
-                                                   event.seq, event.device, event.size, problem));
-          }
-          devices.Add(event.device);
-          if (LiveTable::Entry* old = live.Find(event.device, event.address)) {
-            // The address was handed out again without a free in between: the trace lost the free.
-            push(AllocationOp{old->size, event.seq, old->allocation, event.device, old->tag, true},
-                 event.time_ns);
-            live.Erase(old);
-            ++sequence.implicit_frees;
-          }
-          const auto index = static_cast<std::uint32_t>(allocations++);
-          live.Insert(LiveTable::Entry{event.address, event.alloc_id, event.size, event.device,
-                                       index, event.tag});
-          push(AllocationOp{event.size, event.seq, index, event.device, event.tag, false},
-               event.time_ns);
-          break;
-        }
-        case EventType::kFree: {
-          LiveTable::Entry* entry = live.Find(event.device, event.address);
-          if (entry == nullptr) {
-            ++sequence.unmatched_frees;
-            break;
-          }
-          if (event.alloc_id != 0 && entry->alloc_id != 0 && event.alloc_id != entry->alloc_id) {
-            ++sequence.alloc_id_mismatches;
-          }
-          push(AllocationOp{entry->size, event.seq, entry->allocation, event.device, entry->tag,
-                            true},
-               event.time_ns);
-          live.Erase(entry);
-          break;
-        }
-        case EventType::kOom: {
-          devices.Add(event.device);
-          const std::uint64_t request = event.oom.request != 0 ? event.oom.request : event.size;
-          push(AllocationOp{request, event.seq, AllocationOp::kNoAllocation, event.device,
-                            event.tag, false},
-               event.time_ns);
-          ++sequence.recorded_ooms;
-          break;
-        }
-        case EventType::kRegionReserve:
-        case EventType::kRegionRelease:
-        case EventType::kMarker:
-          break;
-      }
-    }
-    block.clear();
   }
+};
+
+AllocationSequenceBuilder::AllocationSequenceBuilder(const traces::TraceHeader& header)
+    : state_(std::make_unique<State>()) {
+  state_->sequence.header = header;
+}
+
+AllocationSequenceBuilder::~AllocationSequenceBuilder() = default;
+
+void AllocationSequenceBuilder::Add(const std::vector<traces::Event>& block) {
+  AllocationSequence& sequence = state_->sequence;
+  LiveTable& live = state_->live;
+  DeviceSet& devices = state_->devices;
+  std::uint64_t& allocations = state_->allocations;
+  const auto push = [this](const AllocationOp& op, std::uint64_t time_ns) { state_->push(op, time_ns); };
+  for (const Event& event : block) {
+    switch (event.type) {
+      case EventType::kAlloc: {
+        if (allocations >= AllocationOp::kNoAllocation) {
+          throw std::length_error("trace holds more than 4294967294 allocations");
+        }
+        if (const char* problem = traces::EventSizeProblem(event)) {
+          throw traces::SizeOverflow(fmt::format("alloc event {} (device {}, {} bytes): {}",
+                                                 event.seq, event.device, event.size, problem));
+        }
+        devices.Add(event.device);
+        if (LiveTable::Entry* old = live.Find(event.device, event.address)) {
+          // The address was handed out again without a free in between: the trace lost the free.
+          push(AllocationOp{old->size, event.seq, old->allocation, event.device, old->tag, true},
+               event.time_ns);
+          live.Erase(old);
+          ++sequence.implicit_frees;
+        }
+        const auto index = static_cast<std::uint32_t>(allocations++);
+        live.Insert(LiveTable::Entry{event.address, event.alloc_id, event.size, event.device,
+                                     index, event.tag});
+        push(AllocationOp{event.size, event.seq, index, event.device, event.tag, false},
+             event.time_ns);
+        break;
+      }
+      case EventType::kFree: {
+        LiveTable::Entry* entry = live.Find(event.device, event.address);
+        if (entry == nullptr) {
+          ++sequence.unmatched_frees;
+          break;
+        }
+        if (event.alloc_id != 0 && entry->alloc_id != 0 && event.alloc_id != entry->alloc_id) {
+          ++sequence.alloc_id_mismatches;
+        }
+        push(AllocationOp{entry->size, event.seq, entry->allocation, event.device, entry->tag,
+                          true},
+             event.time_ns);
+        live.Erase(entry);
+        break;
+      }
+      case EventType::kOom: {
+        devices.Add(event.device);
+        const std::uint64_t request = event.oom.request != 0 ? event.oom.request : event.size;
+        push(AllocationOp{request, event.seq, AllocationOp::kNoAllocation, event.device,
+                          event.tag, false},
+             event.time_ns);
+        ++sequence.recorded_ooms;
+        break;
+      }
+      case EventType::kRegionReserve:
+      case EventType::kRegionRelease:
+      case EventType::kMarker:
+        break;
+    }
+  }
+}
+
+AllocationSequence AllocationSequenceBuilder::Finish(const std::vector<std::string>* tags) {
+  AllocationSequence& sequence = state_->sequence;
+  const LiveTable& live = state_->live;
+  const DeviceSet& devices = state_->devices;
+  const std::uint64_t allocations = state_->allocations;
 
   sequence.devices = devices.Sorted();
   sequence.allocations = allocations;
@@ -211,7 +225,19 @@ AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
         "earlier allocation was taken as freed there",
         sequence.implicit_frees));
   }
-  return sequence;
+  return std::move(sequence);
+}
+
+AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
+                                           const BlockSource& blocks,
+                                           const std::vector<std::string>* tags) {
+  AllocationSequenceBuilder builder(header);
+  std::vector<Event> block;
+  while (blocks(&block)) {
+    builder.Add(block);
+    block.clear();
+  }
+  return builder.Finish(tags);
 }
 
 std::vector<std::uint64_t> PeakLoadByDevice(const AllocationSequence& sequence) {
@@ -234,7 +260,7 @@ std::vector<std::uint64_t> PeakLoadByDevice(const AllocationSequence& sequence) 
     }
     std::uint64_t& load = live[last_slot];
     if (op.allocation == AllocationOp::kNoAllocation) {  // a failed request: wanted for a moment
-      peak[last_slot] = std::max(peak[last_slot], load + op.size);
+      peak[last_slot] = std::max(peak[last_slot], traces::CheckedAdd(load, op.size).value_or(UINT64_MAX));
       continue;
     }
     if (op.allocation >= sizes.size()) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,22 @@ using BlockSource = std::function<bool(std::vector<traces::Event>*)>;
 AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
                                            const BlockSource& blocks,
                                            const std::vector<std::string>* tags = nullptr);
+
+// The same, fed one block at a time: for a reader whose blocks also go elsewhere (the analysis
+// context builds the timeline model from the same pass). Finish once, after the last block.
+class AllocationSequenceBuilder {
+ public:
+  explicit AllocationSequenceBuilder(const traces::TraceHeader& header);
+  ~AllocationSequenceBuilder();
+  AllocationSequenceBuilder(const AllocationSequenceBuilder&) = delete;
+  AllocationSequenceBuilder& operator=(const AllocationSequenceBuilder&) = delete;
+  void Add(const std::vector<traces::Event>& block);
+  AllocationSequence Finish(const std::vector<std::string>* tags = nullptr);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Peak live requested bytes (LOAD) of each device of `sequence.devices`, same order, computed from
 // the ops alone (a failed request of the trace counts for the moment it is asked): the least
