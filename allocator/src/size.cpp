@@ -147,27 +147,6 @@ std::optional<std::uint64_t> ParseSize(std::string_view text) {
   return CheckedAdd(*whole, *fraction);
 }
 
-std::string FormatBytes(std::uint64_t bytes) {
-  if (bytes < KiB) return fmt::format("{} B", bytes);
-  static constexpr std::array<std::string_view, 6> kNames = {"KiB", "MiB", "GiB",
-                                                             "TiB", "PiB", "EiB"};
-  std::size_t unit = 0;
-  std::uint64_t divisor = KiB;
-  while (unit + 1 < kNames.size() && bytes / divisor >= 1024) {
-    divisor *= 1024;
-    ++unit;
-  }
-  std::string number =
-      fmt::format("{:.2f}", static_cast<double>(bytes) / static_cast<double>(divisor));
-  // 1048575 bytes is 1023.999 KiB, which rounds to "1024.00": say "1.00 MiB" instead.
-  if (number == "1024.00" && unit + 1 < kNames.size()) {
-    divisor *= 1024;
-    ++unit;
-    number = fmt::format("{:.2f}", static_cast<double>(bytes) / static_cast<double>(divisor));
-  }
-  return fmt::format("{} {}", number, kNames[unit]);
-}
-
 std::string FormatSizeExact(std::uint64_t bytes) {
   // The largest binary unit that divides the size exactly, with a whole count; plain bytes when
   // none does. Decimal units are never used: "1000" stays "1000", which reads unambiguously.

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
 #include "tf_text.hpp"
 
@@ -53,17 +54,6 @@ struct Live {
   std::vector<Event> allocs;  // alloc events of the device's previous dump
   std::vector<std::pair<std::uint64_t, std::uint64_t>> regions;
 };
-
-std::string HumanBytes(std::uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", v, kUnits[u]);
-}
 
 }  // namespace
 
@@ -174,7 +164,7 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
     trace.header.metadata.emplace_back(
         key, fmt::format("{} at line {}: {} regions ({}), {} in-use and {} free chunks, in use {}{}",
                          d.allocator.empty() ? "(no header)" : d.allocator, d.line, d.regions.size(),
-                         HumanBytes(d.reserved), d.in_use_chunks, d.free_chunks, HumanBytes(d.in_use),
+                         FormatBytes(d.reserved), d.in_use_chunks, d.free_chunks, FormatBytes(d.in_use),
                          d.has_header ? fmt::format(", request {} (rounded {}), cause {}{}", d.request,
                                                     d.rounded, ToString(d.cause),
                                                     d.cause_known ? "" : " (undetermined)")

@@ -9,14 +9,16 @@
 #include <string>
 #include <string_view>
 
+#include "fragscope/traces/byte_math.hpp"
+
 namespace fragscope {
 
 // Returns nullopt when `text` is not a size (empty, negative, unknown unit, overflow, fractional
 // bytes).
 std::optional<std::uint64_t> ParseSize(std::string_view text);
 
-// "0 B", "768 B", "1.50 KiB", "512.00 MiB", "6.00 GiB": binary units, two decimals from KiB up.
-std::string FormatBytes(std::uint64_t bytes);
+// "0 B", "768 B", "1.50 KiB", "512.00 MiB", "6.00 GiB": the lowest layer's (traces/byte_math.hpp).
+using traces::FormatBytes;
 
 // Exact form that ParseSize reads back, in the largest binary unit that divides the size:
 // "2GiB", "768MiB", "1536KiB", "1000".

@@ -45,6 +45,10 @@ class SizeOverflow : public std::overflow_error {
 // a + b, or SizeOverflow naming `what` ("live bytes on device 0", ...).
 std::uint64_t AddOrThrow(std::uint64_t a, std::uint64_t b, const char* what);
 
+// "0 B", "768 B", "1.50 KiB", "512.00 MiB", "6.00 GiB": binary units, two decimals from KiB up.
+// The one way sizes are written for people, in every layer (allocator/size.hpp re-exports it).
+std::string FormatBytes(std::uint64_t bytes);
+
 // "18446744073709551615 bytes (16.00 EiB) is more than the 4 EiB fragscope represents": the one
 // wording for a size above kMaxBytes, for readers and flags to put after their location.
 std::string OversizeMessage(std::uint64_t bytes);

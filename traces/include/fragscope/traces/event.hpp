@@ -1,5 +1,6 @@
 // The event vocabulary shared by the allocator (which emits events), the trace files (which store
-// them) and the inspector (which replays them). See DESIGN.md, "Trace".
+// them) and the inspector (which replays them). The OOM vocabulary is in oom.hpp;
+// docs/trace-format.md gives the events byte by byte, docs/architecture.md the layers.
 //
 // This header is the bottom of the dependency graph: it knows nothing of allocators, files or GUIs.
 #pragma once
@@ -7,6 +8,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "fragscope/traces/oom.hpp"
 
 namespace fragscope::traces {
 
@@ -23,38 +26,6 @@ enum class EventType : std::uint8_t {
 };
 
 std::string_view ToString(EventType type);
-
-// Why an allocation failed. The numeric values are stored in trace files: never renumber.
-enum class OomCause : std::uint8_t {
-  kCapacity = 1,          // live data plus the request exceed the limit; no policy can fit it
-  kFragmentation = 2,     // enough free bytes in total, but no contiguous range
-  kBacking = 3,           // the backing refused to grow although the limit allowed it
-  kRequestTooLarge = 4,   // one request alone exceeds the limit
-};
-
-std::string_view ToString(OomCause cause);  // "capacity", "fragmentation", "backing", "request-too-large"
-
-// The numbers of an OOM, as stored in a trace. The allocator's OomReport adds the words.
-struct OomRecord {
-  std::uint64_t request = 0;          // requested bytes
-  std::uint64_t rounded = 0;          // bytes the allocator needed (after rounding)
-  std::uint64_t limit = 0;
-  std::uint64_t reserved = 0;
-  std::uint64_t in_use = 0;
-  std::uint64_t live_requested = 0;
-  std::uint64_t free_in_regions = 0;  // reserved - in_use
-  std::uint64_t largest_free = 0;     // largest free chunk inside the regions
-  std::uint64_t headroom = 0;         // limit - reserved
-  std::uint64_t chunk_count = 0;
-  std::uint64_t region_count = 0;
-  OomCause cause = OomCause::kCapacity;
-};
-
-// The cause of an OOM from its numbers, by the rules of DESIGN.md, in this order:
-// request-too-large (rounded > limit), capacity (in_use + rounded > limit), backing (the backing
-// refused memory the limit allowed), fragmentation (enough bytes in total, none contiguous).
-// The one definition: the allocator, trace analysis and every importer classify with it.
-OomCause ClassifyOom(const OomRecord& numbers, bool backing_refused);
 
 // One allocator event. Fields that an event type does not use stay zero.
 //   alloc:          device, stream, address, size (requested), rounded, region, tag, thread, alloc_id
