@@ -1,4 +1,4 @@
-// Free chunks by size, for best fit. The size classes are the powers of two of DESIGN.md: class k
+// Free chunks by size, for best fit. The size classes are powers of two (docs/allocator.md, "How BFC works here"): class k
 // holds free chunks of size [256 * 2^k, 256 * 2^(k+1)). Each class is split into 64 linear
 // sub-classes (fewer for the smallest classes, which hold fewer distinct sizes), and each
 // sub-class is an intrusive tree ordered by (size, address). Sub-classes partition the sizes in

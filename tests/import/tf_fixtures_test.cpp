@@ -1,5 +1,5 @@
 // TensorFlow / XLA BFC logs made by the project's own script, one per format era and edge case:
-// tests/tools/make_tf_fixtures.py invents each allocator state, computes its facts by DESIGN.md's
+// tests/tools/make_tf_fixtures.py invents each allocator state, computes its facts by ClassifyOom's documented
 // rules (not with this reader), prints it as that era's log and writes expected.json. Here the C++
 // reader must find exactly those facts. Regenerate with
 //   python3 tests/tools/make_tf_fixtures.py tests/import/fixtures/tf

@@ -319,7 +319,7 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   if (d.reserved > d.limit && d.limit > 0)
     warn(d.line, fmt::format("the regions ({} bytes) exceed the limit ({})", d.reserved, d.limit));
 
-  // The cause, by DESIGN.md's rules, in this order (docs/importers.md explains the TF reading).
+  // The cause, by ClassifyOom's rules (oom.hpp), in this order (docs/importers.md explains the TF reading).
   // A request above 4 EiB is request-too-large whatever the limit (no device holds it).
   d.cause = OomCause::kCapacity;
   d.cause_known = d.has_header && d.rounded > 0 && (d.limit > 0 || !IsRepresentableSize(d.rounded));

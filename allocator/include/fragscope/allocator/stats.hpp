@@ -1,4 +1,4 @@
-// Allocator statistics, current and peak. Definitions follow DESIGN.md "Metrics" and are the only
+// Allocator statistics, current and peak. Definitions are those of docs/allocator.md, "Statistics", and the only
 // ones used anywhere in fragscope.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The metrics of DESIGN.md, defined once. Every report, replay, comparison and panel uses these.
+// The metrics (docs/cli.md, "report"; docs/architecture.md), defined once. Every report, replay, comparison and panel uses these.
 //   peak LOAD       max over time of live requested bytes: the lower bound any allocator needs
 //   overhead        peak reserved / peak LOAD (1.00 is perfect)
 //   utilization at peak   in use / reserved at the moment of peak reserved (when reserved stays at
