@@ -17,7 +17,7 @@
 #include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/traces/trace_writer.hpp"
-#include "trace_input.hpp"
+#include "fragscope/evidence/readers.hpp"
 
 namespace fragscope::cli {
 namespace {
@@ -41,7 +41,7 @@ int RunConvert(const ConvertOptions& options) {
   const std::string to = options.to.empty() ? FormatFromExtension(options.out) : options.to;
   // Before anything is read or created: converting a file onto itself would destroy it.
   traces::RefuseOutputOverInput(options.out, {options.in});
-  auto input = TraceInput::Open(options.in);
+  auto input = evidence::EvidenceInput::Open(options.in);
   ProgressBar bar("converting", input->bytes_total());
   std::vector<traces::Event> block;
   std::uint64_t events = 0;
@@ -114,7 +114,7 @@ int RunSynth(const SynthCommandOptions& options) {
 Command AddConvert(CLI::App& app) {
   auto options = std::make_shared<ConvertOptions>();
   CLI::App* sub = app.add_subcommand("convert", "Convert a trace to another format");
-  sub->add_option("in", options->in, "input trace (any format fragscope reads)")->required();
+  sub->add_option("in", options->in, "input " + evidence::TraceArgumentHelp())->required();
   sub->add_option("out", options->out, "output file")->required();
   sub->add_option("--to", options->to,
                   "output format: fst, jsonl (JSON Lines), rmm-csv (RMM logging_resource_adaptor "

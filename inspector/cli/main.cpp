@@ -14,7 +14,7 @@
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/trace_reader.hpp"
-#include "trace_input.hpp"
+#include "fragscope/evidence/evidence_input.hpp"
 
 int main(int argc, char** argv) {
   using namespace fragscope;
@@ -79,10 +79,12 @@ int main(int argc, char** argv) {
     limits.max_devices = max_devices;
     const auto given = max_events_options.find(chosen);
     limits.check_proportion = given == max_events_options.end() || given->second->count() == 0;
-    cli::TraceInput::SetDefaultLimits(limits);
+    evidence::EvidenceInput::SetDefaultLimits(limits);
   }
   // What the command was doing with which file, for failures that do not say it themselves.
-  const auto doing = []() -> std::optional<cli::InputActivity> { return cli::TraceInput::CurrentActivity(); };
+  const auto doing = []() -> std::optional<evidence::InputActivity> {
+    return evidence::EvidenceInput::CurrentActivity();
+  };
   try {
     return commands.at(chosen)();
   } catch (const std::bad_alloc&) {

@@ -15,7 +15,7 @@
 #include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/trace_writer.hpp"
-#include "trace_input.hpp"
+#include "fragscope/evidence/readers.hpp"
 
 namespace fragscope::cli {
 namespace {
@@ -27,7 +27,7 @@ struct SequenceOptions {
 };
 
 analysis::AllocationSequence LoadSequence(const std::string& path) {
-  auto input = TraceInput::Open(path);
+  auto input = evidence::EvidenceInput::Open(path);
   ProgressBar bar("reading", input->bytes_total());
   analysis::AllocationSequence sequence = analysis::BuildAllocationSequence(
       input->header(),
@@ -185,7 +185,7 @@ int RunCompare(const CompareOptions& command) {
   // First row: what the trace itself recorded (PyTorch's or TensorFlow's allocator, or ours), so
   // the replays read against it.
   {
-    auto input = TraceInput::Open(command.trace);
+    auto input = evidence::EvidenceInput::Open(command.trace);
     analysis::TimelineOptions timeline_options;
     timeline_options.tags = &input->tags();
     const auto model = analysis::TimelineModel::Build(input->header(), input->Blocks(), timeline_options);
@@ -299,7 +299,7 @@ int RunMinLimit(const MinLimitOptions& command) {
 }
 
 void AddCommon(CLI::App* sub, SequenceOptions* options) {
-  sub->add_option("trace", options->trace, "trace file")->required();
+  sub->add_option("trace", options->trace, evidence::TraceArgumentHelp())->required();
   sub->add_option("--capacity", options->capacity,
                   "size of the simulated device (default: the trace's device, else 80GiB)");
   sub->add_flag("--json", options->json, "print one JSON document on stdout");

@@ -16,7 +16,7 @@
 #include "fragscope/analysis/policy_advice.hpp"
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/timeline.hpp"
-#include "trace_input.hpp"
+#include "fragscope/evidence/readers.hpp"
 
 namespace fragscope::cli {
 namespace {
@@ -30,7 +30,7 @@ struct ReportOptions {
 
 // The trace's allocation sequence, read again from the file (the timeline model does not keep it).
 analysis::AllocationSequence SequenceOf(const std::string& path) {
-  auto input = TraceInput::Open(path);
+  auto input = evidence::EvidenceInput::Open(path);
   ProgressBar bar("sequence", input->bytes_total());
   return analysis::BuildAllocationSequence(
       input->header(), input->Blocks([&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); }),
@@ -51,7 +51,7 @@ nlohmann::json SourceSettings(const traces::TraceHeader& header) {
 }
 
 int RunReport(const ReportOptions& options) {
-  auto input = TraceInput::Open(options.trace);
+  auto input = evidence::EvidenceInput::Open(options.trace);
   std::unique_ptr<analysis::TimelineModel> model;
   analysis::LeakDetector leaks;
   {
@@ -221,7 +221,7 @@ Command AddReport(CLI::App& app) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* sub = app.add_subcommand("report", "What a trace recorded: peaks, overhead, "
                                                "fragmentation, and every OOM explained");
-  sub->add_option("trace", options->trace, "trace file (fragscope .fst or JSON Lines)")->required();
+  sub->add_option("trace", options->trace, evidence::TraceArgumentHelp())->required();
   sub->add_option("--device", options->device, "only this device");
   sub->add_flag("--json", options->json, "print one JSON document on stdout");
   sub->add_flag("!--no-min-limit", options->min_limit,

@@ -20,8 +20,8 @@
 
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/errors.hpp"
+#include "fragscope/evidence/readers.hpp"
 #include "fragscope/traces/atomic_file.hpp"
-#include "trace_input.hpp"
 
 namespace fragscope::gui {
 namespace {
@@ -238,7 +238,7 @@ void App::Poll() {
             min_limit_error_ = "virtual devices";
             return;
           }
-          auto input = cli::TraceInput::Open(path);
+          auto input = evidence::EvidenceInput::Open(path);
           const analysis::AllocationSequence sequence =
               analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
           // The allocator's free advice (gc, expandable), checked by replaying the trace with it.
@@ -348,11 +348,15 @@ void App::DrawUi() {
     ImGui::SetNextWindowPos(ImVec2(size.x * 0.25f, size.y * 0.35f), ImGuiCond_Always);
     ImGui::SetNextWindowSize(ImVec2(size.x * 0.5f, 120), ImGuiCond_Always);
     ImGui::Begin("welcome", nullptr, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoSavedSettings);
-    ImGui::TextWrapped(loader_.running() ? "Loading %s ..." : "Open a trace: type its path above, pick a recent one, "
-                                                             "or drop the file on this window. Any format fragscope "
-                                                             "reads: .fst, JSON Lines, PyTorch snapshots, TF BFC logs, "
-                                                             "RMM CSV.%s",
-                       loader_.running() ? loading_path_.c_str() : "");
+    // The formats from the registry of readers (fragscope/evidence/readers.hpp).
+    if (loader_.running()) {
+      ImGui::TextWrapped("Loading %s ...", loading_path_.c_str());
+    } else {
+      const std::string welcome = "Open a trace: type its path above, pick a recent one, or drop the file on "
+                                  "this window. Any format fragscope reads: " +
+                                  evidence::ListReaders(evidence::ReaderList::kNames) + ".";
+      ImGui::TextWrapped("%s", welcome.c_str());
+    }
     if (loader_.running()) ImGui::ProgressBar(loader_.progress());
     ImGui::End();
     return;

@@ -4,7 +4,7 @@
 
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/errors.hpp"
-#include "trace_input.hpp"
+#include "fragscope/evidence/evidence_input.hpp"
 
 namespace fragscope::gui {
 
@@ -30,7 +30,7 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
                                        const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   const auto start = std::chrono::steady_clock::now();
   auto document = std::make_unique<Document>();
-  auto input = cli::TraceInput::Open(path);
+  auto input = evidence::EvidenceInput::Open(path);
   document->path = path;
   document->format = input->format();
   analysis::TimelineOptions options;

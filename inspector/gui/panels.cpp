@@ -9,7 +9,7 @@
 
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/size.hpp"
-#include "trace_input.hpp"
+#include "fragscope/evidence/evidence_input.hpp"
 
 namespace fragscope::gui {
 namespace {
@@ -232,7 +232,7 @@ void ComparePanel::Start(const Document& document) {
   result_ready_ = false;
   results_of_ = &document;
   job_.Start("replaying", [this, path, a = confs[0], b = confs[1]](Job& job) {
-    auto input = cli::TraceInput::Open(path);
+    auto input = evidence::EvidenceInput::Open(path);
     const analysis::AllocationSequence sequence =
         analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
     const std::string texts[2] = {a, b};

@@ -11,6 +11,7 @@
 #include "cli_support.hpp"
 #include "commands.hpp"
 #include "fragscope/allocator/config.hpp"
+#include "fragscope/evidence/readers.hpp"
 
 namespace fragscope::cli {
 namespace {
@@ -68,7 +69,7 @@ Command AddView(CLI::App& app) {
   auto options = std::make_shared<ViewCommandOptions>();
   CLI::App* sub = app.add_subcommand("view", "The inspector: timeline, memory map, live allocations, bins, OOMs, "
                                              "compare (a window; headless with --screenshot or --bench)");
-  sub->add_option("trace", options->trace, "trace file (any format fragscope reads)");
+  sub->add_option("trace", options->trace, evidence::TraceArgumentHelp());
   sub->add_option("--at", options->at, "put the cursor at this event (default: the first OOM, else the last event)");
   sub->add_option("--screenshot", options->screenshot, "render one frame to this PNG and exit (use xvfb-run headless)");
   sub->add_option("--panel", options->panel, "show only this panel")

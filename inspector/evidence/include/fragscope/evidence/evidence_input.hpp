@@ -1,5 +1,6 @@
-// Opens a trace of any format fragscope reads, found from the content rather than the extension,
-// and hands out its events block by block.
+// Opens evidence of any format fragscope reads — found from the content by the registered readers
+// (fragscope/evidence/readers.hpp), not from the extension — and hands out its events block by
+// block, every block through the same limits and size checks whichever reader produced it.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +11,17 @@
 #include <unordered_set>
 #include <vector>
 
-#include "fragscope/analysis/allocation_sequence.hpp"
 #include "fragscope/traces/event.hpp"
 #include "fragscope/traces/read_limits.hpp"
 #include "fragscope/traces/trace_header.hpp"
+#include "fragscope/traces/trace_reader.hpp"
 
-namespace fragscope::cli {
+namespace fragscope::evidence {
+
+// The same types as analysis::Progress and analysis::BlockSource (std::function of the same
+// signatures): the evidence layer hands blocks to the analysis without depending on it.
+using Progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+using BlockSource = std::function<bool(std::vector<traces::Event>*)>;
 
 // What the command is reading or working on, for messages about failures that happen anywhere
 // (out of host memory, an internal limit): the file and what it described so far.
@@ -30,28 +36,30 @@ struct InputActivity {
   std::string Describe() const;
 };
 
-class TraceInput {
+class EvidenceInput {
  public:
-  // Opens a trace of any format from its content. `path` "-" is standard input; standard input,
-  // pipes and other streams (/dev/stdin) are read whole into memory once, and opening the same
-  // name again reads that copy (commands read a trace more than once). `limits` caps the events
-  // and devices the input may describe (checked while reading; importers of formats read whole
-  // check what the file claims before they expand it). Throws traces::TraceError naming the file
-  // (missing, a directory, unreadable, unknown format, over a limit).
-  static std::unique_ptr<TraceInput> Open(const std::string& path);
-  static std::unique_ptr<TraceInput> Open(const std::string& path, const traces::ReadLimits& limits);
+  // Opens evidence of any registered format from its content: the readers of Readers() are asked
+  // in order, the first whose sniff accepts the first bytes opens it. `path` "-" is standard
+  // input; standard input, pipes and other streams (/dev/stdin) are read whole into memory once,
+  // and opening the same name again reads that copy (commands read a trace more than once).
+  // `limits` caps the events and devices the input may describe (checked here on every block;
+  // readers of formats read whole check what the file claims before they expand it). Throws
+  // traces::TraceError naming the file (missing, a directory, unreadable, empty, unknown format —
+  // the message lists every registered reader —, over a limit).
+  static std::unique_ptr<EvidenceInput> Open(const std::string& path);
+  static std::unique_ptr<EvidenceInput> Open(const std::string& path, const traces::ReadLimits& limits);
   // The limits Open(path) applies: a command's --max-events and --max-devices.
   static void SetDefaultLimits(const traces::ReadLimits& limits);
   static traces::ReadLimits DefaultLimits();
   // The input most recently opened and what it described so far; nullopt before any.
   static std::optional<InputActivity> CurrentActivity();
-  virtual ~TraceInput() = default;
+  virtual ~EvidenceInput() = default;
 
   virtual const traces::TraceHeader& header() const = 0;
   // Tag names by id - 1, of the blocks read so far (all of them once NextBlock returned false).
   virtual const std::vector<std::string>& tags() const = 0;
   // The next block of events; false at the end. Throws traces::TraceError when the input passes
-  // the limits it was opened with (events, devices).
+  // the limits it was opened with (events, devices) or an event's sizes cannot be real.
   bool NextBlock(std::vector<traces::Event>* events);
   virtual const std::vector<std::string>& warnings() const = 0;
   virtual std::uint64_t bytes_total() const = 0;
@@ -61,8 +69,10 @@ class TraceInput {
   virtual const std::vector<std::string>& stacks() const { return kNoStacks; }
   virtual const std::vector<std::uint32_t>& event_stacks() const { return kNoEventStacks; }
 
+  // The name in messages: the path, or "<stdin>".
   const std::string& path() const { return path_; }
-  const std::string& format() const { return format_; }  // "fragscope trace", "JSON Lines"
+  // The name of the reader that opened it: "fragscope trace", "JSON Lines", ...
+  const std::string& format() const { return format_; }
 
   // Called with each block on the thread that read it, where tags() may be read.
   using BlockObserver = std::function<void(const std::vector<traces::Event>&)>;
@@ -71,23 +81,30 @@ class TraceInput {
   // `observer` run on that thread. tags(), warnings(), stacks() and the input itself belong to
   // that thread until the source has returned false: read them after that, or in `observer`.
   // The source must not outlive this input.
-  analysis::BlockSource Blocks(const analysis::Progress& progress = {},
-                               const BlockObserver& observer = {});
+  BlockSource Blocks(const Progress& progress = {}, const BlockObserver& observer = {});
 
  protected:
+  // The reader's own blocks; NextBlock checks them.
   virtual bool ReadBlock(std::vector<traces::Event>* events) = 0;
 
   static const std::vector<std::string> kNoStacks;
   static const std::vector<std::uint32_t> kNoEventStacks;
+
+ private:
+  // Set by Open from the source and the reader, whichever reader opened it.
   std::string path_;
   std::string format_;
   traces::ReadLimits limits_;
 
- private:
   std::uint64_t events_ = 0;
   std::unordered_set<std::uint32_t> devices_;
   std::uint32_t last_device_ = 0;
   bool any_device_ = false;
 };
 
-}  // namespace fragscope::cli
+// An input over a whole trace already in memory (the formats read whole: snapshots, JSON Lines,
+// logs), handed out in blocks of 65,536 events; what a reader's `open` returns when it builds a
+// traces::Trace.
+std::unique_ptr<EvidenceInput> InputFromTrace(traces::Trace trace);
+
+}  // namespace fragscope::evidence

@@ -1,29 +1,23 @@
-#include "trace_input.hpp"
+#include "fragscope/evidence/evidence_input.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <span>
 #include <sstream>
 #include <string_view>
 
 #include <fmt/format.h>
 
-#include "fragscope/traces/jsonl.hpp"
+#include "fragscope/evidence/readers.hpp"
 #include "fragscope/traces/prefetched_blocks.hpp"
-#include "fragscope/traces/pytorch_snapshot.hpp"
-#include "fragscope/traces/rmm_csv.hpp"
-#include "fragscope/traces/tf_bfc_log.hpp"
-#include "fragscope/traces/trace_reader.hpp"
 
-namespace fragscope::cli {
+namespace fragscope::evidence {
 namespace {
 
 // Process-wide: the limits of the command line and what is being read (for messages about
@@ -46,43 +40,10 @@ void UpdateActivity(const std::string& path, F&& update) {
   if (g_activity && g_activity->path == path) update(*g_activity);
 }
 
-class FstInput final : public TraceInput {
- public:
-  FstInput(const std::string& path, const traces::ReadLimits& limits) : reader_(path, limits) {
-    path_ = path;
-    format_ = "fragscope trace";
-    limits_ = limits;
-  }
-  // A trace held in memory (read from a stream); `bytes` stays alive with the input.
-  FstInput(const std::string& name, std::shared_ptr<const std::string> bytes, const traces::ReadLimits& limits)
-      : bytes_(std::move(bytes)),
-        reader_(std::span(reinterpret_cast<const std::uint8_t*>(bytes_->data()), bytes_->size()), name, limits) {
-    path_ = name;
-    format_ = "fragscope trace";
-    limits_ = limits;
-  }
-  const traces::TraceHeader& header() const override { return reader_.header(); }
-  const std::vector<std::string>& tags() const override { return reader_.tags(); }
-  const std::vector<std::string>& warnings() const override { return reader_.warnings(); }
-  std::uint64_t bytes_total() const override { return reader_.file_size(); }
-  std::uint64_t bytes_done() const override { return reader_.offset(); }
-
- protected:
-  bool ReadBlock(std::vector<traces::Event>* events) override { return reader_.NextBlock(events); }
-
- private:
-  std::shared_ptr<const std::string> bytes_;  // before reader_: it reads them
-  traces::TraceReader reader_;
-};
-
 // A whole trace read up front (formats without blocks), handed out in blocks.
-class InMemoryInput final : public TraceInput {
+class InMemoryInput final : public EvidenceInput {
  public:
-  InMemoryInput(const std::string& path, std::string format, traces::Trace trace)
-      : trace_(std::move(trace)) {
-    path_ = path;
-    format_ = std::move(format);
-  }
+  explicit InMemoryInput(traces::Trace trace) : trace_(std::move(trace)) {}
   const traces::TraceHeader& header() const override { return trace_.header; }
   const std::vector<std::string>& tags() const override { return trace_.tags; }
   const std::vector<std::string>& warnings() const override { return trace_.warnings; }
@@ -154,60 +115,38 @@ std::string ReadFile(const std::string& path) {
   return std::move(buffer).str();
 }
 
-// The formats fragscope reads, told apart by the first bytes (a megabyte: a TF dump may follow
-// pages of log).
-enum class Format { kFst, kPytorch, kJsonl, kRmm, kTf };
-
-Format Sniff(std::string_view all, const std::string& name) {
-  const std::string_view head = all.substr(0, std::min<std::size_t>(all.size(), 1 << 20));
+// The first registered reader that recognizes `head` (the first kSniffBytes bytes at most).
+Reader Sniff(std::string_view head, const std::string& name) {
   if (head.empty()) throw traces::TraceError(name, 0, "the file is empty");
-  const auto bytes = std::span(reinterpret_cast<const std::uint8_t*>(head.data()), head.size());
-  if (head.size() >= 4 && static_cast<unsigned char>(head[0]) == 0x89 && head.substr(1, 3) == "FST") {
-    return Format::kFst;
+  head = head.substr(0, std::min(head.size(), kSniffBytes));
+  for (Reader& reader : Readers()) {
+    if (reader.sniff(head)) return std::move(reader);
   }
-  if (traces::LooksLikePytorchSnapshot(bytes)) return Format::kPytorch;
-  std::size_t first = 0;
-  while (first < head.size() && std::isspace(static_cast<unsigned char>(head[first]))) ++first;
-  if (first < head.size() && head[first] == '{') return Format::kJsonl;
-  if (traces::LooksLikeRmmCsv(head)) return Format::kRmm;
-  if (traces::LooksLikeTfBfcLog(head)) return Format::kTf;
-  throw traces::TraceError(
-      name, 0,
-      "unknown format: not a fragscope trace (.fst), JSON Lines, PyTorch memory snapshot "
-      "(torch.cuda.memory._dump_snapshot), RMM CSV log or TensorFlow BFC OOM log");
-}
-
-const char* FormatName(Format format) {
-  switch (format) {
-    case Format::kFst: return "fragscope trace";
-    case Format::kPytorch: return "PyTorch memory snapshot";
-    case Format::kJsonl: return "JSON Lines";
-    case Format::kRmm: return "RMM log (CSV)";
-    case Format::kTf: return "TensorFlow BFC log";
-  }
-  return "";
-}
-
-// A format read whole, from its text in memory.
-traces::Trace Import(Format format, std::string_view text, const std::string& name,
-                     const traces::ReadLimits& limits) {
-  switch (format) {
-    case Format::kPytorch:
-      return traces::ReadPytorchSnapshot(
-          std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), name, limits);
-    case Format::kJsonl: return traces::ParseJsonl(text, name, limits);
-    case Format::kRmm: return traces::ParseRmmCsv(text, name, limits);
-    case Format::kTf:
-      // One line or more per event (a dump's chunks; its frees of the dump before): never more
-      // events than bytes. The event cap is checked as the blocks are read. A number the dump
-      // cannot be read without is an error naming its line (ParseTfBfcLogToTrace).
-      return traces::ParseTfBfcLogToTrace(text, name);
-    case Format::kFst: break;
-  }
-  throw traces::TraceError(name, 0, "internal: not a format read whole");
+  throw traces::TraceError(name, 0, UnknownFormatMessage());
 }
 
 }  // namespace
+
+Source Source::File(std::string path, std::uint64_t size) {
+  Source source;
+  source.name_ = path;
+  source.path_ = std::move(path);
+  source.size_ = size;
+  return source;
+}
+
+Source Source::Stream(std::string name, std::shared_ptr<const std::string> bytes) {
+  Source source;
+  source.name_ = std::move(name);
+  source.size_ = bytes->size();
+  source.bytes_ = std::move(bytes);
+  return source;
+}
+
+std::shared_ptr<const std::string> Source::shared_bytes() const {
+  if (bytes_ == nullptr) bytes_ = std::make_shared<const std::string>(ReadFile(path_));
+  return bytes_;
+}
 
 std::string InputActivity::Describe() const {
   if (events > 0) {
@@ -217,37 +156,41 @@ std::string InputActivity::Describe() const {
   return fmt::format("{} of {} bytes", format.empty() ? "an input" : "a " + format, file_bytes);
 }
 
-const std::vector<std::string> TraceInput::kNoStacks;
-const std::vector<std::uint32_t> TraceInput::kNoEventStacks;
+const std::vector<std::string> EvidenceInput::kNoStacks;
+const std::vector<std::uint32_t> EvidenceInput::kNoEventStacks;
 
-void TraceInput::SetDefaultLimits(const traces::ReadLimits& limits) {
+std::unique_ptr<EvidenceInput> InputFromTrace(traces::Trace trace) {
+  return std::make_unique<InMemoryInput>(std::move(trace));
+}
+
+void EvidenceInput::SetDefaultLimits(const traces::ReadLimits& limits) {
   std::lock_guard lock(g_mutex);
   g_limits = limits;
 }
 
-traces::ReadLimits TraceInput::DefaultLimits() {
+traces::ReadLimits EvidenceInput::DefaultLimits() {
   std::lock_guard lock(g_mutex);
   return g_limits;
 }
 
-std::optional<InputActivity> TraceInput::CurrentActivity() {
+std::optional<InputActivity> EvidenceInput::CurrentActivity() {
   std::lock_guard lock(g_mutex);
   return g_activity;
 }
 
-std::unique_ptr<TraceInput> TraceInput::Open(const std::string& path) { return Open(path, DefaultLimits()); }
+std::unique_ptr<EvidenceInput> EvidenceInput::Open(const std::string& path) { return Open(path, DefaultLimits()); }
 
-std::unique_ptr<TraceInput> TraceInput::Open(const std::string& path, const traces::ReadLimits& limits) {
+std::unique_ptr<EvidenceInput> EvidenceInput::Open(const std::string& path, const traces::ReadLimits& limits) {
   const std::string name = path == "-" ? "<stdin>" : path;
   InputActivity activity;
   activity.path = name;
   SetActivity(activity);
 
-  // Regular files are read from disk (a .fst block by block); anything else that can be read —
-  // standard input, a pipe, /dev/stdin, a character device — is read whole into memory once.
-  std::shared_ptr<const std::string> stream;
-  std::string text;  // a regular file of a format read whole
-  std::optional<Format> format;
+  // Regular files are sniffed from their first bytes on disk and opened by path (a .fst is then
+  // read block by block); anything else that can be read — standard input, a pipe, /dev/stdin, a
+  // character device — is read whole into memory once.
+  std::optional<Source> source;
+  std::optional<Reader> reader;
   if (path != "-") {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
@@ -258,34 +201,31 @@ std::unique_ptr<TraceInput> TraceInput::Open(const std::string& path, const trac
     if (S_ISREG(st.st_mode)) {
       std::ifstream file(path, std::ios::binary);
       if (!file) throw traces::TraceError(path, fmt::format("cannot open: {}", std::strerror(errno)));
-      std::string head(1 << 20, '\0');
+      std::string head(kSniffBytes, '\0');
       file.read(head.data(), static_cast<std::streamsize>(head.size()));
       head.resize(static_cast<std::size_t>(file.gcount()));
-      format = Sniff(head, name);
-      UpdateActivity(name, [&](InputActivity& a) {
-        a.format = FormatName(*format);
-        a.file_bytes = static_cast<std::uint64_t>(st.st_size);
-      });
-      if (*format == Format::kFst) return std::make_unique<FstInput>(path, limits);
-      text = ReadFile(path);
+      reader = Sniff(head, name);
+      source = Source::File(path, static_cast<std::uint64_t>(st.st_size));
     }
   }
-  if (!format) {
-    stream = StreamBytes(path, name);
-    format = Sniff(*stream, name);
-    UpdateActivity(name, [&](InputActivity& a) {
-      a.format = FormatName(*format);
-      a.file_bytes = stream->size();
-    });
-    if (*format == Format::kFst) return std::make_unique<FstInput>(name, stream, limits);
+  if (!source) {
+    auto stream = StreamBytes(path, name);
+    reader = Sniff(*stream, name);
+    source = Source::Stream(name, std::move(stream));
   }
-  const std::string_view bytes = stream ? std::string_view(*stream) : std::string_view(text);
-  auto input = std::make_unique<InMemoryInput>(name, FormatName(*format), Import(*format, bytes, name, limits));
+  UpdateActivity(name, [&](InputActivity& a) {
+    a.format = reader->name;
+    a.file_bytes = source->size();
+  });
+  std::unique_ptr<EvidenceInput> input = reader->open(*source, limits);
+  if (input == nullptr) throw traces::TraceError(name, fmt::format("internal: the {} reader opened nothing", reader->name));
+  input->path_ = name;
+  input->format_ = reader->name;
   input->limits_ = limits;
   return input;
 }
 
-bool TraceInput::NextBlock(std::vector<traces::Event>* events) {
+bool EvidenceInput::NextBlock(std::vector<traces::Event>* events) {
   const bool more = ReadBlock(events);
   if (!more) {
     UpdateActivity(path_, [](InputActivity& a) { a.reading = false; });
@@ -324,8 +264,7 @@ bool TraceInput::NextBlock(std::vector<traces::Event>* events) {
   return true;
 }
 
-analysis::BlockSource TraceInput::Blocks(const analysis::Progress& progress,
-                                         const BlockObserver& observer) {
+BlockSource EvidenceInput::Blocks(const Progress& progress, const BlockObserver& observer) {
   // A BlockSource is copyable; the prefetcher (a thread) is shared by the copies and joined
   // when the last one goes.
   auto prefetched = std::make_shared<traces::PrefetchedBlocks>(
@@ -338,4 +277,4 @@ analysis::BlockSource TraceInput::Blocks(const analysis::Progress& progress,
   return [prefetched](std::vector<traces::Event>* events) { return prefetched->Next(events); };
 }
 
-}  // namespace fragscope::cli
+}  // namespace fragscope::evidence
