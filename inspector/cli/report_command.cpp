@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/diagnosis.hpp"
 #include "fragscope/analysis/leak.hpp"
 #include "fragscope/analysis/metrics.hpp"
 #include "fragscope/analysis/policy_advice.hpp"
@@ -28,15 +29,6 @@ struct ReportOptions {
   bool min_limit = true;
 };
 
-// The trace's allocation sequence, read again from the file (the timeline model does not keep it).
-analysis::AllocationSequence SequenceOf(const std::string& path) {
-  auto input = evidence::EvidenceInput::Open(path);
-  ProgressBar bar("sequence", input->bytes_total());
-  return analysis::BuildAllocationSequence(
-      input->header(), input->Blocks([&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); }),
-      &input->tags());
-}
-
 // The source allocator's own settings, where an importer found them (PyTorch's
 // allocator_settings), without the prefix: shown so a user sees what PyTorch ran with.
 nlohmann::json SourceSettings(const traces::TraceHeader& header) {
@@ -52,80 +44,47 @@ nlohmann::json SourceSettings(const traces::TraceHeader& header) {
 
 int RunReport(const ReportOptions& options) {
   auto input = evidence::EvidenceInput::Open(options.trace);
-  std::unique_ptr<analysis::TimelineModel> model;
-  analysis::LeakDetector leaks;
+  std::unique_ptr<analysis::AnalysisContext> context;
   {
     ProgressBar reading("reading", input->bytes_total());
-    analysis::TimelineOptions timeline_options;
-    timeline_options.tags = &input->tags();
-    timeline_options.source_warnings = &input->warnings();
-    // The leak check reads the same blocks as the model, on the reading thread (where the tag
-    // names are), while the model indexes the blocks before.
-    model = analysis::TimelineModel::Build(
+    analysis::ContextOptions context_options;
+    context_options.tags = &input->tags();
+    context_options.source_warnings = &input->warnings();
+    // One pass: the model, the allocation sequence and the leak check from the same blocks.
+    context = analysis::AnalysisContext::Read(
         input->header(),
-        input->Blocks([&](std::uint64_t done, std::uint64_t total) { reading.Update(done, total); },
-                      [&](const std::vector<traces::Event>& block) {
-                        for (const traces::Event& e : block) leaks.Add(e, input->tags());
-                      }),
-        timeline_options);
+        [&](const analysis::BlockObserver& observer) {
+          return input->Blocks([&](std::uint64_t done, std::uint64_t total) { reading.Update(done, total); },
+                               observer);
+        },
+        context_options);
   }
-  const std::optional<analysis::LeakFinding> leak = leaks.Finish();
-  std::vector<std::uint32_t> devices = model->devices();
-  if (options.device) {
-    if (std::find(devices.begin(), devices.end(), *options.device) == devices.end()) {
-      throw UsageError(fmt::format("--device {}: the trace has no such device (devices: {})",
-                                   *options.device, fmt::join(devices, ", ")));
-    }
-    devices = {*options.device};
+  const analysis::TimelineModel* model = &context->model();
+  if (!context->recorded_conf_error().empty()) {
+    // Not a fragscope configuration (an imported trace): no policy advice, no minimal limit.
+    spdlog::info("{}: no policy advice: the recorded configuration '{}' is not fragscope's ({})",
+                 options.trace, model->header().alloc_conf, context->recorded_conf_error());
   }
-
+  analysis::DiagnosisOptions diagnosis_options;
+  diagnosis_options.device = options.device;
+  diagnosis_options.min_limit = options.min_limit;
+  analysis::Diagnosis diagnosis;
+  try {
+    diagnosis = analysis::Diagnose(*context, diagnosis_options);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());  // --device names no device of the trace
+  }
+  const std::optional<analysis::LeakFinding>& leak = diagnosis.leak;
+  const bool any_oom = diagnosis.any_oom;
+  std::vector<std::uint32_t> devices;
   std::vector<analysis::DeviceMetrics> metrics;
   std::vector<std::vector<analysis::OomDiagnosis>> ooms;
-  bool any_oom = false;
-  for (std::uint32_t device : devices) {
-    metrics.push_back(model->Metrics(device));
-    ooms.push_back(model->Ooms(device));
-    any_oom |= !ooms.back().empty();
+  for (const analysis::DeviceDiagnosis& d : diagnosis.devices) {
+    devices.push_back(d.device);
+    metrics.push_back(d.metrics);
+    ooms.push_back(d.ooms);
   }
-  std::optional<AllocConf> recorded_conf;
-  if (any_oom) {
-    try {
-      recorded_conf = ParseAllocConf(model->header().alloc_conf);
-    } catch (const ConfigError& error) {
-      // Not a fragscope configuration (an imported trace): no policy advice, no minimal limit.
-      spdlog::info("{}: no policy advice: the recorded configuration '{}' is not fragscope's ({})",
-                   options.trace, model->header().alloc_conf, error.what());
-    }
-  }
-  if (recorded_conf && !recorded_conf->virtual_devices.empty()) {
-    // Virtual devices share one backing: a per-device replay cannot check the advice; give it as
-    // the live allocator does.
-    const AllocConf& conf = *recorded_conf;
-    const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
-                            conf.backing == BackingKind::kVmm;
-    for (auto& list : ooms) {
-      for (auto& oom : list) AddPolicyAdvice(oom.report, PolicyFacts{conf.gc, conf.expandable, can_expand});
-    }
-  } else if (recorded_conf) {
-    const analysis::AllocationSequence sequence = SequenceOf(options.trace);
-    // The advice the recorded policy could take for free (gc, expandable), checked by replay.
-    const AllocConf& conf = *recorded_conf;
-    const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
-                            conf.backing == BackingKind::kVmm;
-    std::uint64_t recorded_ooms = 0;
-    for (const auto& m : metrics) recorded_ooms += m.ooms;
-    const analysis::CheckedAdvice advice = analysis::CheckPolicyAdvice(sequence, conf, can_expand, recorded_ooms);
-    for (auto& list : ooms) analysis::ApplyCheckedAdvice(list, advice);
-    if (options.min_limit) {
-      analysis::ReplayOptions replay;
-      replay.conf = conf;
-      const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, replay);
-      if (result.fits_at_all) {
-        for (auto& list : ooms) for (auto& oom : list) oom.min_limit = result.min_limit;
-      }
-    }
-  }
-  for (const std::string& warning : model->warnings()) spdlog::warn("{}", warning);
+  for (const std::string& warning : diagnosis.warnings) spdlog::warn("{}", warning);
 
   const traces::TraceHeader& header = model->header();
   if (options.json) {

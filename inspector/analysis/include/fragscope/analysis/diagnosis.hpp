@@ -26,7 +26,7 @@ namespace fragscope::analysis {
 // Sees every block on the thread that reads it, before the model does (a reader that interns tag
 // names as it reads makes them consistent there).
 using BlockObserver = std::function<void(const std::vector<traces::Event>&)>;
-// The evidence's blocks with an observer attached (e.g. TraceInput::Blocks(progress, observer)).
+// The evidence's blocks with an observer attached (e.g. evidence::EvidenceInput::Blocks(progress, observer)).
 using ObservedBlocks = std::function<BlockSource(const BlockObserver&)>;
 
 struct ContextOptions {
