@@ -214,45 +214,34 @@ void App::Poll() {
                    document_->load_seconds);
       // The same warnings the badge counts, for headless runs and logs.
       for (const std::string& warning : document_->warnings) spdlog::warn("{}", warning);
-      min_limit_.reset();
+      diagnosis_.reset();
+      diagnosis_applied_ = false;
       min_limit_error_.clear();
-      checked_advice_.reset();
-      advice_applied_ = false;
       bool any_oom = false;
       for (const auto& list : document_->ooms) any_oom = any_oom || !list.empty();
       if (any_oom) {
-        // What limit the recorded policy needs for the whole trace, by replay, in the background.
-        const std::string path = document_->path;
-        const std::string conf_text = document_->model->header().alloc_conf;
-        std::uint64_t recorded_ooms = 0;
-        for (std::uint32_t device : document_->model->devices()) recorded_ooms += document_->model->Metrics(device).ooms;
-        min_limit_job_.Start("minimal limit", [this, path, conf_text, recorded_ooms](Job&) {
-          AllocConf conf;
-          try {
-            conf = ParseAllocConf(conf_text);
-          } catch (const ConfigError&) {
-            min_limit_error_ = "the recorded configuration '" + conf_text + "' is not fragscope's";
+        // The advice checked by replay and the smallest limit the recorded policy needs, in the
+        // background, from what the one read kept (no second read of the file).
+        std::shared_ptr<const analysis::AnalysisContext> context = document_->context;
+        min_limit_job_.Start("minimal limit", [this, context](Job& job) {
+          if (!context->recorded_conf()) {
+            min_limit_error_ = context->recorded_conf_error().empty()
+                                   ? "the trace recorded no fragscope configuration"
+                                   : "the recorded configuration '" + context->model().header().alloc_conf +
+                                         "' is not fragscope's";
             return;
           }
-          if (!conf.virtual_devices.empty()) {
+          if (!context->recorded_conf()->virtual_devices.empty()) {
             min_limit_error_ = "virtual devices";
             return;
           }
-          auto input = evidence::EvidenceInput::Open(path);
-          const analysis::AllocationSequence sequence =
-              analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
-          // The allocator's free advice (gc, expandable), checked by replaying the trace with it.
-          const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
-                                  conf.backing == BackingKind::kVmm;
-          checked_advice_ = analysis::CheckPolicyAdvice(sequence, conf, can_expand, recorded_ooms);
-          analysis::ReplayOptions replay;
-          replay.conf = conf;
-          const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, replay);
-          if (result.fits_at_all) {
-            min_limit_ = result.min_limit;
-          } else {
+          analysis::DiagnosisOptions options;
+          options.min_limit_progress = [&job](std::uint64_t done, std::uint64_t total) { job.SetProgress(done, total); };
+          analysis::Diagnosis diagnosis = analysis::Diagnose(*context, options);
+          if (diagnosis.min_limit && !diagnosis.min_limit->fits_at_all) {
             min_limit_error_ = "it does not fit even at the full capacity";
           }
+          diagnosis_ = std::move(diagnosis);
         });
       }
     } else {
@@ -260,15 +249,20 @@ void App::Poll() {
     }
     loading_path_.clear();
   }
-  if (document_ != nullptr && min_limit_job_.finished() && checked_advice_ && !advice_applied_) {
-    for (auto& list : document_->ooms) analysis::ApplyCheckedAdvice(list, *checked_advice_);
-    advice_applied_ = true;
-  }
-  if (document_ != nullptr && min_limit_job_.finished() && !document_->min_limit &&
-      document_->min_limit_error.empty()) {
-    if (min_limit_) document_->min_limit = min_limit_;
-    else if (!min_limit_error_.empty()) document_->min_limit_error = min_limit_error_;
-    else if (!min_limit_job_.error().empty()) document_->min_limit_error = min_limit_job_.error();
+  if (document_ != nullptr && min_limit_job_.finished() && !diagnosis_applied_) {
+    diagnosis_applied_ = true;
+    if (diagnosis_ && diagnosis_->devices.size() == document_->ooms.size()) {
+      for (std::size_t i = 0; i < diagnosis_->devices.size(); ++i) {
+        document_->ooms[i] = std::move(diagnosis_->devices[i].ooms);
+      }
+      if (diagnosis_->min_limit && diagnosis_->min_limit->fits_at_all) {
+        document_->min_limit = diagnosis_->min_limit->min_limit;
+      }
+    }
+    if (!document_->min_limit && document_->min_limit_error.empty()) {
+      if (!min_limit_error_.empty()) document_->min_limit_error = min_limit_error_;
+      else if (!min_limit_job_.error().empty()) document_->min_limit_error = min_limit_job_.error();
+    }
   }
 }
 

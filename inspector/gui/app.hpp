@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "document.hpp"
+#include "fragscope/analysis/diagnosis.hpp"
 #include "fragscope/analysis/policy_advice.hpp"
 #include "panels.hpp"
 
@@ -100,10 +101,9 @@ class App {
   std::unique_ptr<Document> loaded_;  // written by the loader thread, taken on the UI thread
   std::string loading_path_;
   Job min_limit_job_;
-  std::optional<std::uint64_t> min_limit_;
   std::string min_limit_error_;
-  std::optional<analysis::CheckedAdvice> checked_advice_;  // from the same job, applied once
-  bool advice_applied_ = false;
+  std::optional<analysis::Diagnosis> diagnosis_;  // from the same job: checked advice, min limit
+  bool diagnosis_applied_ = true;                 // applied once, on the UI thread
   std::string pending_drop_;
 
   ToolbarPanel toolbar_;

@@ -33,49 +33,42 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
   auto input = evidence::EvidenceInput::Open(path);
   document->path = path;
   document->format = input->format();
-  analysis::TimelineOptions options;
+  analysis::ContextOptions options;
   options.tags = &input->tags();
   options.source_warnings = &input->warnings();
   // Reading is the first half of the bar, indexing the second.
-  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+  options.index_progress = [&](std::uint64_t done, std::uint64_t total) {
     if (progress && total > 0) progress(total + done, 2 * total);
   };
-  document->model = analysis::TimelineModel::Build(
+  std::shared_ptr<const analysis::AnalysisContext> context = analysis::AnalysisContext::Read(
       input->header(),
-      input->Blocks([&](std::uint64_t done, std::uint64_t total) {
-        if (progress && total > 0) progress(done, 2 * total);
-      }),
+      [&](const analysis::BlockObserver& observer) {
+        return input->Blocks(
+            [&](std::uint64_t done, std::uint64_t total) {
+              if (progress && total > 0) progress(done, 2 * total);
+            },
+            observer);
+      },
       options);
+  document->context = context;
+  document->model = context->shared_model();
   document->stacks = input->stacks();
   document->event_stacks = input->event_stacks();
+  // The OOMs as recorded, with the advice of the policy that ran where no replay can check it
+  // (virtual devices); the App's background job replaces them with Diagnose's checked ones.
+  analysis::DiagnosisOptions quick;
+  quick.check_advice = false;
+  quick.min_limit = false;
   std::vector<std::uint64_t> oom_events;
-  bool any_oom = false;
-  AllocConf conf;
-  bool conf_ok = false;
-  try {
-    conf = ParseAllocConf(document->model->header().alloc_conf);
-    conf_ok = true;
-  } catch (const ConfigError&) {
-  }
-  for (std::uint32_t device : document->model->devices()) {
-    auto list = document->model->Ooms(device);
-    // The policy advice (gc, expandable) is added once a replay has checked it (App's background
-    // job, analysis::CheckPolicyAdvice); with virtual devices, which a replay cannot check, as the
-    // live allocator gives it.
-    if (conf_ok && !conf.virtual_devices.empty()) {
-      const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
-                              conf.backing == BackingKind::kVmm;
-      for (auto& oom : list) AddPolicyAdvice(oom.report, PolicyFacts{conf.gc, conf.expandable, can_expand});
-    }
-    for (const auto& oom : list) oom_events.push_back(oom.event_index);
-    any_oom = any_oom || !list.empty();
-    document->ooms.push_back(std::move(list));
+  analysis::Diagnosis recorded = analysis::Diagnose(*context, quick);
+  for (analysis::DeviceDiagnosis& device : recorded.devices) {
+    for (const auto& oom : device.ooms) oom_events.push_back(oom.event_index);
+    document->ooms.push_back(std::move(device.ooms));
   }
   document->cursor_index = analysis::CursorIndex::FromModel(*document->model, oom_events);
   document->warnings = document->model->warnings();
   document->load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  (void)any_oom;
   return document;
 }
 

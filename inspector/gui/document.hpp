@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "fragscope/analysis/diagnosis.hpp"
 #include "fragscope/analysis/timeline.hpp"
 #include "fragscope/analysis/view_model.hpp"
 
@@ -22,7 +23,10 @@ namespace fragscope::gui {
 struct Document {
   std::string path;
   std::string format;
-  std::unique_ptr<analysis::TimelineModel> model;
+  // What the one read of the evidence kept (analysis/diagnosis.hpp): the model below is its model.
+  // Null for a document that a replay made (the compare view's sides).
+  std::shared_ptr<const analysis::AnalysisContext> context;
+  std::shared_ptr<const analysis::TimelineModel> model;
   std::vector<std::vector<analysis::OomDiagnosis>> ooms;  // per device, same order as devices()
   analysis::CursorIndex cursor_index;
   std::vector<std::string> warnings;

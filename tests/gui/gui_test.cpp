@@ -249,7 +249,11 @@ TEST(Inspector, OomPanelExplainsTheOomAndDrawsTheRequestAgainstTheHoles) {
   if (!ooms.front().nearest_holes.empty()) {
     EXPECT_GT(holes, 0);
   }
-  EXPECT_TRUE(app->document()->min_limit.has_value() || !app->document()->min_limit_error.empty());
+  // The background job diagnoses from what the load kept (no second read): the same minimal limit
+  // that `fragscope report synth-oom.fst` gives, 2472542208 bytes.
+  ASSERT_TRUE(app->document()->min_limit.has_value()) << app->document()->min_limit_error;
+  EXPECT_EQ(*app->document()->min_limit, 2472542208u);
+  EXPECT_EQ(ooms.front().min_limit, std::optional<std::uint64_t>(2472542208u));
   // The free advice was checked by replay: expandable=on meets more OOMs here, so it is withheld.
   const std::string& suggestion = ooms.front().report.suggestion;
   EXPECT_EQ(suggestion.find("try expandable=on"), std::string::npos) << suggestion;

@@ -47,6 +47,8 @@ class AnalysisContext {
                                                const ContextOptions& options = {});
 
   const TimelineModel& model() const { return *model_; }
+  // The same model, for a holder that may outlive the context (the inspector's document).
+  const std::shared_ptr<const TimelineModel>& shared_model() const { return model_; }
   // The trace's allocation sequence, or nullptr where it was not kept (see Read).
   const AllocationSequence* sequence() const { return sequence_.get(); }
   // The configuration the trace recorded, when it is fragscope's; else why not (empty when the
@@ -57,7 +59,7 @@ class AnalysisContext {
 
  private:
   AnalysisContext() = default;
-  std::unique_ptr<TimelineModel> model_;
+  std::shared_ptr<const TimelineModel> model_;
   std::unique_ptr<AllocationSequence> sequence_;
   std::optional<AllocConf> recorded_conf_;
   std::string recorded_conf_error_;
