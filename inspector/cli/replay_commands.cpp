@@ -7,7 +7,9 @@
 
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "fragscope/allocator/backing.hpp"
 #include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/analysis/policy_advice.hpp"
 #include "fragscope/analysis/replay.hpp"
@@ -40,7 +42,11 @@ analysis::AllocationSequence LoadSequence(const std::string& path) {
 
 analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::string& conf_text) {
   analysis::ReplayOptions options;
-  options.conf = ParseAllocConf(conf_text);
+  try {
+    options.conf = ParseAllocConf(conf_text);
+  } catch (const ConfigError& error) {
+    throw ConfigError(error.key(), fmt::format("--alloc-conf: {}", error.what()));  // name the flag
+  }
   if (!common.capacity.empty()) {
     const std::uint64_t capacity = ParseSizeOption("--capacity", common.capacity);
     // 0 would silently mean "the default"; above 4 EiB no size is representable.
@@ -109,8 +115,7 @@ int RunReplay(const ReplayCommandOptions& command) {
       for (const auto& device : result.devices) ooms_here += device.metrics.ooms;
     }
     const AllocConf& conf = options.conf;
-    const bool can_expand = conf.backing == BackingKind::kSim || conf.backing == BackingKind::kHost ||
-                            conf.backing == BackingKind::kVmm;
+    const bool can_expand = TraitsOf(conf.backing).grows_in_place;
     const analysis::CheckedAdvice advice = analysis::CheckPolicyAdvice(sequence, conf, can_expand, ooms_here);
     for (auto& device : result.devices) analysis::ReplaceWithCheckedAdvice(device.ooms, advice);
   }

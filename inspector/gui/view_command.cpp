@@ -11,6 +11,7 @@
 #include "cli_support.hpp"
 #include "commands.hpp"
 #include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/errors.hpp"
 #include "fragscope/evidence/readers.hpp"
 
 namespace fragscope::cli {
@@ -50,7 +51,13 @@ int RunView(const ViewCommandOptions& command) {
   }
   // A bad configuration is bad input, before any window: a headless run would otherwise only draw
   // the error into its PNG and exit 0. ConfigError names the key and quotes the value.
-  for (const std::string& conf : command.confs) (void)ParseAllocConf(conf);
+  for (const std::string& conf : command.confs) {
+    try {
+      (void)ParseAllocConf(conf);
+    } catch (const ConfigError& error) {
+      throw ConfigError(error.key(), fmt::format("--alloc-conf: {}", error.what()));
+    }
+  }
   options.persist = !headless;
   gui::App app(options);
   std::string error;

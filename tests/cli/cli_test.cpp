@@ -422,7 +422,7 @@ TEST_F(Cli, HeadlessViewWithABadConfigurationExitsTwo) {
   const Result r = Run({"view", Sample("synth-small.fst"), "--screenshot", Path("shot.png"), "--alloc-conf",
                         "bad=1", "--alloc-conf", "growth=on"});
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_EQ(r.err.rfind("error: unknown key 'bad' in allocator configuration", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("error: --alloc-conf: unknown key 'bad' in allocator configuration", 0), 0u) << r.err;
   EXPECT_FALSE(fs::exists(Path("shot.png")));
 }
 
