@@ -16,28 +16,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/shell.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
+using fragscope::testing::Quote;
+using fragscope::testing::Slurp;
 
 struct Result {
   int code = -1;
   std::string out;
   std::string err;
 };
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
-}
-
-std::string Quote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
 
 class Cli : public ::testing::Test {
  protected:
@@ -445,7 +436,6 @@ TEST_F(Cli, AllocDemoExitCodesAreTheProjects) {
   EXPECT_NE(conf_err.find("unknown key 'colour'"), std::string::npos) << conf_err;
   EXPECT_EQ(demo("--steps 2 --alloc-conf '   '").first, 0);
 }
-
 
 // ---- Issue 13, items 4 and 8: how inputs are opened, and inputs out of proportion to their size.
 

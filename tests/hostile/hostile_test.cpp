@@ -28,9 +28,13 @@
 
 #include <gtest/gtest.h>
 
+#include "support/shell.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
+using fragscope::testing::Quote;
+using fragscope::testing::Slurp;
 
 const fs::path kSuite = fs::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "hostile";
 
@@ -75,19 +79,6 @@ std::vector<Case> LoadCases() {
     cases.push_back(c);
   }
   return cases;
-}
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
-}
-
-std::string Quote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
 }
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
