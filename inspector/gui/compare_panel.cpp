@@ -1,0 +1,144 @@
+// ComparePanel: the trace replayed under two configurations, side by side, in the background. (panels.hpp)
+#include "panels.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <imgui_stdlib.h>
+
+#include "fragscope/allocator/config.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "fragscope/evidence/evidence_input.hpp"
+
+namespace fragscope::gui {
+
+ComparePanel::ComparePanel() { SetConfs("growth=on", "expandable=on"); }
+
+void ComparePanel::SetConfs(const std::string& a, const std::string& b) {
+  conf_text_[0] = a;
+  conf_text_[1] = b;
+}
+
+void ComparePanel::Start(const Document& document) {
+  if (job_.running()) return;
+  const std::string path = document.path;
+  const std::string confs[2] = {conf_text_[0], conf_text_[1]};
+  pending_ready_ = false;
+  result_ready_ = false;
+  results_of_ = &document;
+  job_.Start("replaying", [this, path, a = confs[0], b = confs[1]](Job& job) {
+    auto input = evidence::EvidenceInput::Open(path);
+    const analysis::AllocationSequence sequence =
+        analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
+    const std::string texts[2] = {a, b};
+    for (int i = 0; i < 2; ++i) {
+      analysis::ReplayOptions options;
+      options.conf = ParseAllocConf(texts[i]);
+      options.progress = [&job, i](std::uint64_t done, std::uint64_t total) {
+        job.SetProgress(done + static_cast<std::uint64_t>(i) * total, 2 * total);
+      };
+      pending_[i] = analysis::ReplayToTimeline(sequence, options);
+      pending_[i].result.warnings.insert(pending_[i].result.warnings.begin(), texts[i]);
+    }
+    pending_ready_ = true;
+  });
+}
+
+void ComparePanel::Draw(const Document& document, Selection& selection) {
+  if (!job_.running() && result_ready_ && results_of_ != &document) {
+    result_ready_ = false;  // another trace was opened: its replays are still to run
+  }
+  for (int i = 0; i < 2; ++i) {
+    ImGui::SetNextItemWidth(260);
+    ImGui::InputText(i == 0 ? "A##conf" : "B##conf", &conf_text_[i]);
+    ImGui::SameLine();
+  }
+  if (job_.running()) {
+    ImGui::ProgressBar(job_.progress(), ImVec2(200, 0));
+  } else if (ImGui::Button("replay both")) {
+    Start(document);
+  }
+  if (job_.finished() && pending_ready_) {
+    for (int i = 0; i < 2; ++i) {
+      sides_[i].conf = pending_[i].result.warnings.empty() ? conf_text_[i] : pending_[i].result.warnings.front();
+      sides_[i].run = std::move(pending_[i]);
+      sides_[i].document.path = document.path;
+      sides_[i].document.model = std::move(sides_[i].run.model);
+      std::vector<std::uint64_t> ooms;
+      for (std::uint32_t d : sides_[i].document.model->devices()) {
+        for (const auto& oom : sides_[i].document.model->Ooms(d)) ooms.push_back(oom.event_index);
+      }
+      sides_[i].document.cursor_index = analysis::CursorIndex::FromModel(*sides_[i].document.model, ooms);
+      sides_[i].selection = Selection{};
+      sides_[i].selection.device = selection.device;
+    }
+    pending_ready_ = false;
+    result_ready_ = true;
+    error_.clear();
+  } else if (job_.finished() && !job_.error().empty()) {
+    error_ = job_.error();
+  }
+  if (!error_.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 100, 100, 255));
+    ImGui::TextWrapped("%s", error_.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (!result_ready_) {
+    ImGui::TextDisabled("Replays the trace under two allocator configurations (as `fragscope compare`).");
+    return;
+  }
+  // The table of `fragscope compare`.
+  if (ImGui::BeginTable("compare", 7, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersOuter)) {
+    for (const char* name : {"configuration", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs", "replay"}) {
+      ImGui::TableSetupColumn(name);
+    }
+    ImGui::TableHeadersRow();
+    auto row = [](const std::string& name, const analysis::DeviceMetrics& m, const std::string& seconds) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(name.c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(FormatBytes(m.peak_reserved).c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", m.overhead());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", m.utilization_at_peak);
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", m.fragmentation_at_peak);
+      ImGui::TableNextColumn();
+      ImGui::Text("%llu", static_cast<unsigned long long>(m.ooms));
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(seconds.c_str());
+    };
+    row("as recorded", document.model->Metrics(selection.device), "-");
+    for (const Side& side : sides_) {
+      const analysis::DeviceReplay* d = side.run.result.Device(selection.device);
+      if (d != nullptr) row(side.conf, d->metrics, fmt::format("{:.2f} s", side.run.result.seconds));
+    }
+    ImGui::EndTable();
+  }
+  // Side by side: each replay's timeline and its map at the time of the main cursor.
+  const double t = document.model->event_count() == 0
+                       ? 0
+                       : static_cast<double>(document.model->event(selection.cursor).time_ns);
+  const float column_w = ImGui::GetContentRegionAvail().x / 2 - 4;
+  const float column_h = ImGui::GetContentRegionAvail().y;
+  for (int i = 0; i < 2; ++i) {
+    Side& side = sides_[i];
+    if (i == 1) ImGui::SameLine();
+    ImGui::BeginChild(i == 0 ? "side A" : "side B", ImVec2(column_w, column_h), true);
+    ImGui::TextUnformatted(side.conf.c_str());
+    const auto& model = *side.document.model;
+    if (model.event_count() > 0) {
+      const std::uint64_t after = analysis::EventAtTime(model, t + 1);
+      side.selection.cursor = after == 0 ? 0 : std::min(after - 1, model.event_count() - 1);
+      side.selection.colour = selection.colour;
+      side.timeline.Draw(side.document, side.selection, std::max(80.0f, column_h * 0.4f));
+      const analysis::MemoryState& state = side.state.Get(side.document, side.selection.device, side.selection.cursor);
+      side.map.Draw(side.document, side.selection, state, side.state.version());
+    }
+    ImGui::EndChild();
+  }
+}
+
+}  // namespace fragscope::gui

@@ -1,0 +1,64 @@
+// HistogramPanel: free holes by size class (the allocator's bins) at the cursor. (panels.hpp)
+#include "panels.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "fragscope/allocator/size.hpp"
+
+namespace fragscope::gui {
+
+void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t state_version) {
+  if (version_ != state_version) {
+    buckets_ = analysis::FreeSizeHistogram(state);
+    version_ = state_version;
+  }
+  ImGui::Checkbox("by bytes (else by count)", &by_bytes_);
+  ImGui::SameLine();
+  ImGui::TextDisabled("free holes by size class (the allocator's bins)");
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float width = std::max(50.0f, avail.x), height = std::max(40.0f, avail.y - 20);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
+  canvas_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0 + width), static_cast<int>(y0 + height)};
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  if (buckets_.empty()) {
+    draw->AddText(ImVec2(x0 + 8, y0 + 8), IM_COL32(200, 200, 200, 255), "no free holes at the cursor");
+  } else {
+    std::uint64_t top = 1;
+    for (const auto& b : buckets_) top = std::max(top, by_bytes_ ? b.bytes : b.count);
+    const float label_h = 16;
+    const float bar_w = width / static_cast<float>(buckets_.size());
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      const std::uint64_t v = by_bytes_ ? buckets_[k].bytes : buckets_[k].count;
+      const float h = static_cast<float>(static_cast<double>(v) / static_cast<double>(top)) * (height - label_h - 16);
+      const float bx = x0 + bar_w * static_cast<float>(k);
+      const float base = y0 + height - label_h;
+      if (v > 0) {
+        draw->AddRectFilled(ImVec2(std::floor(bx + 1), std::floor(base - std::max(h, 1.0f))),
+                            ImVec2(std::floor(bx + bar_w - 1), base), colours::kFree);
+      }
+      const float label_w = ImGui::CalcTextSize("256.00 KiB").x + 4;
+      const auto every = static_cast<std::size_t>(std::max(1.0f, std::ceil(label_w / bar_w)));
+      if (k % every == 0) {
+        draw->AddText(ImVec2(bx + 1, base + 1), IM_COL32(180, 180, 180, 255),
+                      FormatBytes(buckets_[k].lower == 0 ? 256 : buckets_[k].lower).c_str());
+      }
+      if (ImGui::IsMouseHoveringRect(ImVec2(bx, y0), ImVec2(bx + bar_w, y0 + height))) {
+        ImGui::BeginTooltip();
+        ImGui::Text("holes of %s to %s: %llu, %s in all", FormatBytes(buckets_[k].lower).c_str(),
+                    FormatBytes(buckets_[k].upper).c_str(), static_cast<unsigned long long>(buckets_[k].count),
+                    FormatBytes(buckets_[k].bytes).c_str());
+        ImGui::EndTooltip();
+      }
+    }
+  }
+  ImGui::Dummy(ImVec2(width, height));
+  ImGui::Text("free in regions %s, largest hole %s, external fragmentation %.2f",
+              FormatBytes(state.free_in_regions).c_str(), FormatBytes(state.largest_hole).c_str(),
+              ExternalFragmentation(state.largest_hole, state.free_in_regions));
+}
+
+}  // namespace fragscope::gui

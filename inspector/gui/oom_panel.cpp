@@ -1,0 +1,91 @@
+// OomPanel: the OOM at or before the cursor in plain words, the request against the nearest holes. (panels.hpp)
+#include "panels.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "fragscope/allocator/size.hpp"
+
+namespace fragscope::gui {
+
+void OomPanel::Draw(const Document& document, Selection& selection) {
+  const auto& ooms = document.OomsOf(selection.device);
+  bars_rect_ = {};
+  if (ooms.empty()) {
+    shown_ = static_cast<std::size_t>(-1);
+    ImGui::TextWrapped("No out-of-memory event on device %u in this trace.", selection.device);
+    return;
+  }
+  // The OOM at or after the cursor; past the last one, the last one.
+  std::size_t shown = ooms.size() - 1;
+  for (std::size_t i = 0; i < ooms.size(); ++i) {
+    if (ooms[i].event_index >= selection.cursor) {
+      shown = i;
+      break;
+    }
+  }
+  shown_ = shown;
+  const analysis::OomDiagnosis& oom = ooms[shown];
+  const auto& n = oom.report.numbers;
+  ImGui::Text("OOM %zu of %zu, at event %llu", shown + 1, ooms.size(), static_cast<unsigned long long>(oom.event_index));
+  ImGui::SameLine();
+  if (ImGui::SmallButton("go to")) {
+    selection.cursor = oom.event_index;
+    selection.follow_cursor = true;
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("next (o)")) {
+    selection.cursor = document.cursor_index.NextOom(selection.cursor);
+    selection.follow_cursor = true;
+  }
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 120, 120, 255));
+  ImGui::TextWrapped("Cause: %s", std::string(traces::ToString(n.cause)).c_str());
+  ImGui::PopStyleColor();
+  ImGui::TextWrapped("%s", oom.report.explanation.c_str());
+  if (!oom.report.suggestion.empty()) ImGui::TextWrapped("Suggestion: %s", oom.report.suggestion.c_str());
+  if (document.min_limit) {
+    ImGui::TextWrapped("Smallest limit at which the recorded policy runs the whole trace: %s (peak LOAD %s).",
+                       FormatBytes(*document.min_limit).c_str(),
+                       FormatBytes(document.model->Metrics(selection.device).peak_load).c_str());
+  } else if (!document.min_limit_error.empty()) {
+    ImGui::TextDisabled("No minimal limit: %s", document.min_limit_error.c_str());
+  } else {
+    ImGui::TextDisabled("Minimal limit: computing by replay...");
+  }
+  ImGui::TextWrapped("request %s (rounded %s), limit %s, reserved %s, in use %s",
+              FormatBytes(n.request).c_str(), FormatBytes(n.rounded).c_str(), FormatBytes(n.limit).c_str(),
+              FormatBytes(n.reserved).c_str(), FormatBytes(n.in_use).c_str());
+  ImGui::TextWrapped("free in regions %s, largest free %s, headroom %s",
+              FormatBytes(n.free_in_regions).c_str(), FormatBytes(n.largest_free).c_str(), FormatBytes(n.headroom).c_str());
+
+  // The request against the holes nearest in size: does any come close?
+  ImGui::Separator();
+  ImGui::TextUnformatted("The request (red) against the holes nearest in size (green):");
+  const std::uint64_t want = n.rounded != 0 ? n.rounded : n.request;
+  std::uint64_t top = std::max<std::uint64_t>(want, 1);
+  for (const auto& hole : oom.nearest_holes) top = std::max(top, hole.size);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
+  const float width = std::max(60.0f, ImGui::GetContentRegionAvail().x - 150);
+  const float bar_h = 14, pitch = 18;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  auto bar = [&](int row, std::uint64_t size, ImU32 colour, const std::string& label) {
+    const float y = y0 + pitch * static_cast<float>(row);
+    const float w = std::max(1.0f, std::floor(static_cast<float>(static_cast<double>(size) / static_cast<double>(top)) * width));
+    draw->AddRectFilled(ImVec2(x0, y), ImVec2(x0 + w, y + bar_h), colour);
+    draw->AddText(ImVec2(x0 + width + 6, y), IM_COL32(210, 210, 210, 255), label.c_str());
+  };
+  bar(0, want, colours::kRequest, "request " + FormatBytes(want));
+  int row = 1;
+  for (const auto& hole : oom.nearest_holes) {
+    bar(row++, hole.size, colours::kFree, "hole " + FormatBytes(hole.size));
+  }
+  bars_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0 + width),
+                static_cast<int>(y0 + pitch * static_cast<float>(row))};
+  ImGui::Dummy(ImVec2(width + 150, pitch * static_cast<float>(row)));
+  if (oom.nearest_holes.empty()) ImGui::TextDisabled("(no free hole at that moment)");
+}
+
+}  // namespace fragscope::gui

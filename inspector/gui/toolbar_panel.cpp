@@ -1,0 +1,82 @@
+// ToolbarPanel: open a trace, device, colouring, axis, the cursor. (panels.hpp)
+#include "panels.hpp"
+
+#include <fmt/format.h>
+#include <imgui_stdlib.h>
+
+namespace fragscope::gui {
+
+std::string ToolbarPanel::Draw(const Document* document, Selection& selection, const std::vector<std::string>& recent,
+                               const Job& loader, const std::string& load_error) {
+  std::string open;
+  ImGui::SetNextItemWidth(360);
+  const bool entered = ImGui::InputTextWithHint("##path", "trace path (or drop a file on the window)", &path_,
+                                                ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::SameLine();
+  if ((ImGui::Button("Open") || entered) && !path_.empty()) open = path_;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(160);
+  if (ImGui::BeginCombo("##recent", "recent files")) {
+    for (const std::string& file : recent) {
+      if (ImGui::Selectable(file.c_str())) {
+        open = file;
+        path_ = file;
+      }
+    }
+    ImGui::EndCombo();
+  }
+  if (document != nullptr) {
+    const auto& devices = document->model->devices();
+    if (devices.size() > 1) {
+      ImGui::SameLine();
+      ImGui::SetNextItemWidth(90);
+      const std::string label = fmt::format("device {}", selection.device);
+      if (ImGui::BeginCombo("##device", label.c_str())) {
+        for (std::uint32_t d : devices) {
+          if (ImGui::Selectable(fmt::format("device {}", d).c_str(), d == selection.device)) selection.device = d;
+        }
+        ImGui::EndCombo();
+      }
+    }
+    ImGui::SameLine();
+    int colour = static_cast<int>(selection.colour);
+    ImGui::TextUnformatted("colour:");
+    ImGui::SameLine();
+    ImGui::RadioButton("state", &colour, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("tag", &colour, 1);
+    ImGui::SameLine();
+    ImGui::RadioButton("age", &colour, 2);
+    selection.colour = static_cast<ColourMode>(colour);
+    ImGui::SameLine();
+    ImGui::Checkbox("x by time", &selection.time_axis);
+  }
+  if (loader.running()) {
+    ImGui::SameLine();
+    ImGui::ProgressBar(loader.progress(), ImVec2(240, 0), "loading...");
+  }
+  if (document != nullptr) {
+    const auto& model = *document->model;
+    std::string where = fmt::format("{} ({}, {} events, loaded in {:.2f} s)", document->path, document->format,
+                                    model.event_count(), document->load_seconds);
+    ImGui::TextUnformatted(where.c_str());
+    ImGui::SameLine();
+    if (model.event_count() > 0) {
+      const traces::Event event = model.event(selection.cursor);
+      ImGui::TextColored(ImVec4(1, 0.9f, 0, 1), "cursor: event %llu, step %llu, %s",
+                         static_cast<unsigned long long>(selection.cursor),
+                         static_cast<unsigned long long>(document->cursor_index.StepsBefore(selection.cursor)),
+                         std::string(traces::ToString(event.type)).c_str());
+      ImGui::SameLine();
+      ImGui::TextDisabled("keys: <- -> event, PgUp/PgDn page, Home/End, [ ] step, o / O next/prev OOM");
+    }
+  }
+  if (!load_error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 100, 100, 255));
+    ImGui::TextWrapped("could not open: %s", load_error.c_str());
+    ImGui::PopStyleColor();
+  }
+  return open;
+}
+
+}  // namespace fragscope::gui
