@@ -1,0 +1,71 @@
+// `fragscope report --json`: the ReportView as one JSON document, in the shape docs/cli.md fixes.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/metrics.hpp"
+#include "report_view.hpp"
+
+namespace fragscope::cli {
+
+// The source allocator's own settings, where an importer found them (PyTorch's
+// allocator_settings), without the prefix: shown so a user sees what PyTorch ran with.
+nlohmann::json SourceSettings(const traces::TraceHeader& header) {
+  constexpr std::string_view kPrefix = "allocator_settings.";
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, value] : header.metadata) {
+    if (key.size() > kPrefix.size() && key.compare(0, kPrefix.size(), kPrefix) == 0 && !value.empty()) {
+      out[key.substr(kPrefix.size())] = value;
+    }
+  }
+  return out;
+}
+
+void PrintReportJson(const ReportView& view) {
+  const traces::TraceHeader& header = *view.header;
+  const std::vector<std::uint32_t>& devices = view.devices;
+  const std::vector<analysis::DeviceMetrics>& metrics = view.metrics;
+  const std::vector<std::vector<analysis::OomDiagnosis>>& ooms = view.ooms;
+  const std::optional<analysis::LeakFinding>& leak = view.leak;
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    nlohmann::json device = DeviceJson(metrics[i], ooms[i]);
+    if (const auto* description = header.Device(devices[i])) {
+      device["name"] = description->name;
+      device["capacity"] = description->capacity;
+      device["limit"] = description->limit;
+    }
+    if (const auto before = analysis::BeforeRecordingOf(header, devices[i])) {
+      device["before_recording"] = {
+          {"blocks", before->blocks}, {"bytes", before->bytes}, {"requested", before->requested}};
+      if (metrics[i].peak_load > before->requested) {
+        device["before_recording"]["overhead_like_for_like"] =
+            before->LikeForLikeOverhead(metrics[i].peak_reserved, metrics[i].peak_load);
+      }
+    }
+    list.push_back(std::move(device));
+  }
+  const nlohmann::json warnings = view.warnings;  // the source's first
+  nlohmann::json out = {{"trace", view.trace},
+                              {"format", view.format},
+                              {"producer", header.producer},
+                              {"alloc_conf", header.alloc_conf},
+                              {"events", view.events},
+                              {"devices", list},
+                              {"warnings", warnings}};
+  if (nlohmann::json settings = SourceSettings(header); !settings.empty()) out["settings"] = std::move(settings);
+  if (leak) {
+    out["leak"] = {{"first_step", leak->first_step}, {"last_step", leak->last_step},
+                   {"live_first", leak->live_first}, {"live_last", leak->live_last},
+                   {"tag", leak->tag}, {"tag_growth", leak->tag_growth},
+                   {"explanation", leak->explanation}};
+  }
+  fmt::print("{}\n", out.dump(2));
+}
+
+}  // namespace fragscope::cli

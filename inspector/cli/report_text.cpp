@@ -1,0 +1,71 @@
+// `fragscope report`: the ReportView for people: the header lines, the table of devices, what was
+// live before recording, leaks, and every OOM explained.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/metrics.hpp"
+#include "report_view.hpp"
+
+namespace fragscope::cli {
+
+void PrintReportText(const ReportView& view) {
+  const traces::TraceHeader& header = *view.header;
+  const std::vector<std::uint32_t>& devices = view.devices;
+  const std::vector<analysis::DeviceMetrics>& metrics = view.metrics;
+  const std::vector<std::vector<analysis::OomDiagnosis>>& ooms = view.ooms;
+  const std::optional<analysis::LeakFinding>& leak = view.leak;
+  fmt::print("trace      {} ({}, {} events)\n", view.trace, view.format, view.events);
+  if (!header.producer.empty()) fmt::print("producer   {}\n", header.producer);
+  if (!header.alloc_conf.empty()) fmt::print("allocator  {}\n", header.alloc_conf);
+  if (const nlohmann::json settings = SourceSettings(header); !settings.empty()) {
+    std::string line;
+    for (const auto& [key, value] : settings.items()) {
+      line += fmt::format("{}{}={}", line.empty() ? "" : ", ", key, value.get<std::string>());
+    }
+    fmt::print("settings   {}\n", line);
+  }
+  fmt::print("\n");
+  std::vector<std::vector<std::string>> rows = {{"device", "peak LOAD", "peak in use", "peak reserved",
+                                                 "overhead", "util@peak", "frag@peak", "OOMs"}};
+  for (const auto& m : metrics) {
+    rows.push_back({std::to_string(m.device), FormatBytes(m.peak_load), FormatBytes(m.peak_in_use),
+                    FormatBytes(m.peak_reserved), FormatRatio(m.overhead()),
+                    FormatRatio(m.utilization_at_peak), FormatRatio(m.fragmentation_at_peak),
+                    std::to_string(m.ooms)});
+  }
+  fmt::print("{}", FormatTable(rows));
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (const auto* d = header.Device(devices[i]); d != nullptr && (d->capacity > 0 || d->limit > 0)) {
+      fmt::print("device {}: {} ({}), capacity {}, limit {}\n", d->index, d->name, d->backing,
+                 FormatBytes(d->capacity), FormatBytes(d->limit));
+    }
+  }
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const auto before = analysis::BeforeRecordingOf(header, devices[i]);
+    if (!before || before->blocks == 0) continue;
+    const analysis::DeviceMetrics& m = metrics[i];
+    if (m.peak_load <= before->requested) {
+      fmt::print("device {}: all {} in {} blocks were live before recording started (no allocation "
+                 "during recording adds to them)\n", devices[i], FormatBytes(before->bytes), before->blocks);
+      continue;
+    }
+    fmt::print("device {}: {} in {} blocks were live before recording started; without them, the "
+               "recorded window's peak reserved is {} for a peak LOAD of {}: overhead {} (like for like)\n",
+               devices[i], FormatBytes(before->bytes), before->blocks,
+               FormatBytes(m.peak_reserved > before->bytes ? m.peak_reserved - before->bytes : 0),
+               FormatBytes(m.peak_load > before->requested ? m.peak_load - before->requested : 0),
+               FormatRatio(before->LikeForLikeOverhead(m.peak_reserved, m.peak_load)));
+  }
+  if (leak) fmt::print("{}\n", leak->explanation);
+  std::vector<analysis::OomDiagnosis> all;
+  for (const auto& list : ooms) all.insert(all.end(), list.begin(), list.end());
+  fmt::print("{}", DescribeOoms(all));
+}
+
+}  // namespace fragscope::cli
