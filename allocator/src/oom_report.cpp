@@ -63,6 +63,12 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
           "{} more must be available to the allocator",
           FormatBytes(n.rounded > n.largest_free ? n.rounded - n.largest_free : 0));
       break;
+    case OomCause::kUnknown:
+      // Never from the numbers (ClassifyOom decides between the four above); evidence from
+      // elsewhere sets it, and the analysis library words it.
+      report.explanation = "cause unknown: the evidence lacks what would decide it";
+      report.suggestion = "replay the trace under the limit the run had";
+      break;
     case OomCause::kFragmentation: {
       // A hole a few bytes short reads "7.50 MiB, less than 7.50 MiB" when rounded for display:
       // then both sizes are given in bytes as well.

@@ -54,6 +54,7 @@ W op_kernel.cc:1763] OP_REQUIRES failed : Resource exhausted: OOM when allocatin
 LOG
 }
 tf_log 0 '' >"$out/tf_clean.log"
+cp ../import/fixtures/tf/xla_header_only.log "$out/tf_xla_header_only.log"  # header and bar only: no limit
 tf_log 3 'I bfc_allocator.cc:1031] InUse at 0x7f0000000000 of size 9223372036854775808 next 1' >"$out/tf_chunk_2e63.log"
 tf_log 3 'I bfc_allocator.cc:1031] InUse at 0x1234567890123456789 of size 768 next 1' >"$out/tf_pointer_19_digits.log"
 tf_log 2 'I bfc_allocator.cc:1011] Next region of size 18446744073709551615' >"$out/tf_region_2e64.log"

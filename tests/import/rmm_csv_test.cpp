@@ -47,6 +47,9 @@ TEST(RmmCsv, ReadsEveryActionAndPointerStyle) {
   EXPECT_EQ(oom.oom.in_use, 4096u);
   EXPECT_EQ(oom.oom.live_requested, 4096u);
   EXPECT_EQ(oom.oom.chunk_count, 1u);
+  // An RMM log has no limit: the cause is unknown, not an invented capacity.
+  EXPECT_EQ(oom.oom.cause, OomCause::kUnknown);
+  EXPECT_NE(t.warnings[0].find("cause unknown"), std::string::npos) << t.warnings[0];
   EXPECT_EQ(t.events[4].alloc_id, 0u);
   ASSERT_EQ(t.warnings.size(), 2u);
   EXPECT_NE(t.warnings[0].find("log.csv:5: allocate failure"), std::string::npos);

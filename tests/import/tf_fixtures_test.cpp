@@ -56,6 +56,7 @@ TEST(TfFixtures, EveryEraGivesTheFactsOfItsState) {
         EXPECT_TRUE(HasWarning(d.warnings, "chunk detail missing"));
         EXPECT_TRUE(HasWarning(d.warnings, fmt::format("{} of 100 cells in use", x["bar_in_use_cells"].get<int>())));
         EXPECT_FALSE(d.cause_known);
+        EXPECT_EQ(d.cause, OomCause::kUnknown) << "no limit in the dump: no invented cause";
         continue;
       }
       EXPECT_EQ(d.reserved, x["reserved"].get<std::uint64_t>());

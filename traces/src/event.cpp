@@ -24,9 +24,12 @@ std::string_view ToString(OomCause cause) {
     case OomCause::kFragmentation: return "fragmentation";
     case OomCause::kBacking: return "backing";
     case OomCause::kRequestTooLarge: return "request-too-large";
+    case OomCause::kUnknown: return "unknown";
   }
-  return "unknown";
+  return "";
 }
+
+bool IsKnownCause(OomCause cause) { return !ToString(cause).empty(); }
 
 OomCause ClassifyOom(const OomRecord& n, bool backing_refused) {
   if (n.rounded > n.limit) return OomCause::kRequestTooLarge;

@@ -101,7 +101,7 @@ class LineWriter {
                      o.request, o.rounded, o.limit, o.reserved, o.in_use, o.live_requested, o.free_in_regions,
                      o.largest_free, o.headroom, o.chunk_count, o.region_count);
       const std::string_view cause = ToString(o.cause);
-      if (cause == "unknown") {
+      if (cause.empty()) {  // a value this version has no name for: kept as its number
         fmt::format_to(it, R"("cause":{}}})", static_cast<unsigned>(o.cause));
       } else {
         fmt::format_to(it, R"("cause":"{}"}})", cause);
@@ -162,15 +162,16 @@ EventType ParseType(const json& value) {
 
 OomCause ParseCause(const json& value) {
   if (value.is_string()) {
-    for (OomCause cause :
-         {OomCause::kCapacity, OomCause::kFragmentation, OomCause::kBacking, OomCause::kRequestTooLarge}) {
+    for (OomCause cause : {OomCause::kCapacity, OomCause::kFragmentation, OomCause::kBacking,
+                           OomCause::kRequestTooLarge, OomCause::kUnknown}) {
       if (value.get_ref<const std::string&>() == ToString(cause)) return cause;
     }
   } else if (value.is_number_unsigned() && value.get<std::uint64_t>() <= 0xFF) {
     return static_cast<OomCause>(value.get<std::uint64_t>());
   }
   throw std::runtime_error(fmt::format(
-      "unknown oom cause {}; valid causes: capacity, fragmentation, backing, request-too-large", value.dump()));
+      "unknown oom cause {}; valid causes: capacity, fragmentation, backing, request-too-large, unknown",
+      value.dump()));
 }
 
 OomRecord ParseOom(const json& in) {

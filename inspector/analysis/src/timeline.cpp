@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
+
 #include "timeline_impl.hpp"
 
 namespace fragscope::analysis {
@@ -84,6 +86,25 @@ DeviceMetrics TimelineModel::Metrics(std::uint32_t device) const {
 
 const std::vector<Marker>& TimelineModel::markers() const { return impl_->markers; }
 
+namespace {
+
+// What an OOM of unknown cause does say: the request, and what the evidence lacks.
+std::string UnknownCauseExplanation(const traces::OomRecord& numbers) {
+  const std::string request = traces::FormatBytes(numbers.rounded != 0 ? numbers.rounded : numbers.request);
+  if (numbers.in_use == 0 && numbers.reserved == 0) {
+    return fmt::format("a request of {} failed; the evidence keeps no limit and no state of the "
+                       "memory (only the request survived), so capacity and fragmentation cannot be "
+                       "told apart",
+                       request);
+  }
+  return fmt::format("a request of {} failed with {} in use; the evidence gives {}, so capacity and "
+                     "fragmentation cannot be told apart",
+                     request, traces::FormatBytes(numbers.in_use),
+                     numbers.limit == 0 ? "no limit" : "no free space");
+}
+
+}  // namespace
+
 std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
   std::vector<OomDiagnosis> out;
   const DeviceData* d = impl_->Find(device);
@@ -95,7 +116,14 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
     diagnosis.event_index = index;
     const traces::OomCause recorded = e.oom.cause;
     diagnosis.report = DiagnoseOom(device, e.oom, recorded == traces::OomCause::kBacking);
-    if (diagnosis.report.numbers.cause != recorded) {
+    if (recorded == traces::OomCause::kUnknown) {
+      // Evidence that lacks what would decide (no limit, no free space): say so, never guess.
+      diagnosis.report.numbers.cause = recorded;
+      diagnosis.report.explanation = UnknownCauseExplanation(e.oom);
+      diagnosis.report.suggestion =
+          "give the limit the run had to decide it: replay the trace under it (fragscope replay TRACE "
+          "--alloc-conf limit=SIZE), which explains the first OOM it meets";
+    } else if (diagnosis.report.numbers.cause != recorded) {
       // Keep what the allocator said; note what the numbers alone say.
       diagnosis.report.explanation = fmt::format(
           "recorded as {} (by its numbers alone: {}: {})", traces::ToString(recorded),

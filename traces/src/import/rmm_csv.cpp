@@ -181,10 +181,10 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
       o.in_use = in_use;
       o.live_requested = requested;
       o.chunk_count = live.size();
-      o.cause = OomCause::kCapacity;  // the log has no limit: see docs/importers.md
+      o.cause = OomCause::kUnknown;  // the log has no limit: see docs/importers.md
       if (++failures == 1)
         trace.warnings.push_back(fmt::format("{}:{}: allocate failure: an RMM log has no limit, regions or "
-                                             "free space, so the cause cannot be determined (marked capacity)",
+                                             "free space, so the cause cannot be determined (cause unknown)",
                                              name, line));
     } else {
       throw fail(fmt::format("unknown action \"{}\" (expected allocate, free or allocate failure)", action));

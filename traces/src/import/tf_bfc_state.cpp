@@ -321,10 +321,10 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
 
   // The cause, by ClassifyOom's rules (oom.hpp), in this order (docs/importers.md explains the TF reading).
   // A request above 4 EiB is request-too-large whatever the limit (no device holds it).
-  d.cause = OomCause::kCapacity;
+  d.cause = OomCause::kUnknown;
   d.cause_known = d.has_header && d.rounded > 0 && (d.limit > 0 || !IsRepresentableSize(d.rounded));
   if (d.has_header && !d.cause_known)
-    warn(d.line, "the cause cannot be determined (no limit in the dump): marked capacity");
+    warn(d.line, "the cause cannot be determined (no limit in the dump): cause unknown");
   if (!d.cause_known) return;
   // TF would have grown a new region if the headroom alone held the request: it was refused.
   const std::uint64_t headroom = d.limit > d.reserved ? d.limit - d.reserved : 0;

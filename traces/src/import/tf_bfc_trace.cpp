@@ -167,7 +167,7 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
                          FormatBytes(d.reserved), d.in_use_chunks, d.free_chunks, FormatBytes(d.in_use),
                          d.has_header ? fmt::format(", request {} (rounded {}), cause {}{}", d.request,
                                                     d.rounded, ToString(d.cause),
-                                                    d.cause_known ? "" : " (undetermined)")
+                                                    "")
                                       : std::string()));
     if (!d.occupancy.empty()) trace.header.metadata.emplace_back(key + ".occupancy", d.occupancy);
     trace.warnings.insert(trace.warnings.end(), d.warnings.begin(), d.warnings.end());

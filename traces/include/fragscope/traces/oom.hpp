@@ -15,9 +15,15 @@ enum class OomCause : std::uint8_t {
   kFragmentation = 2,     // enough free bytes in total, but no contiguous range
   kBacking = 3,           // the backing refused to grow although the limit allowed it
   kRequestTooLarge = 4,   // one request alone exceeds the limit
+  kUnknown = 5,           // evidence from elsewhere only: it lacks what would decide (a limit, say);
+                          // ClassifyOom and fragscope's allocators never give it
 };
 
-std::string_view ToString(OomCause cause);  // "capacity", "fragmentation", "backing", "request-too-large"
+// "capacity", "fragmentation", "backing", "request-too-large", "unknown"; "" for a value that is
+// none of these (a newer writer's).
+std::string_view ToString(OomCause cause);
+// Whether `cause` is one of the values above.
+bool IsKnownCause(OomCause cause);
 
 // The numbers of an OOM, as stored in a trace. The allocator's OomReport adds the words.
 struct OomRecord {
