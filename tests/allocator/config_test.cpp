@@ -1,6 +1,7 @@
 // The allocator configuration string: every key's values and default, bad values (the error names
 // the key and the value), unknown keys, duplicates, malformed strings, whitespace, combinations,
-// the ToString/ParseAllocConf round trip and resolution from the command line or the environment.
+// the ToString/ParseAllocConf round trip. Resolution from the command line or the environment:
+// resolve_conf_test.cpp.
 #include "fragscope/allocator/config.hpp"
 
 #include <cstdint>
@@ -261,6 +262,19 @@ TEST(AllocConfPreallocate, BadValues) {
 
 // ---------------------------------------------------------------------------------------------
 // limit
+
+TEST(AllocConfPreallocate, TextAboveOneIsRefusedEvenWhenItRoundsToOne) {
+  for (std::string_view value : {"1.0000000000000000001", "1.00000000000000000000000001",
+                                 "1.0000000000000000001e0", "0.10000000000000000001e1",
+                                 "10.000000000000000001e-1"}) {
+    ExpectBadValue("preallocate", value, {"(0, 1]"});
+  }
+  // Exactly 1 however written, and just below 1 (it reads as 1.0 too), are fine.
+  for (std::string_view value : {"1", "1.0", "1.000000000000000000000", "1e0", "10e-1", "100e-2",
+                                 "0.1e1", "0.99999999999999999999", "01.0"}) {
+    EXPECT_EQ(ParseAllocConf("preallocate=" + std::string(value)).preallocate, 1.0) << value;
+  }
+}
 
 TEST(AllocConfLimit, Sizes) {
   EXPECT_EQ(ParseAllocConf("limit=12GiB").limit, 12 * GiB);
@@ -568,152 +582,6 @@ TEST(AllocConfToString, ParsedStringsAreStable) {
     const AllocConf conf = ParseAllocConf(text);
     EXPECT_EQ(ParseAllocConf(conf.ToString()), conf) << text << " -> " << conf.ToString();
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Resolution: command line, then FRAGSCOPE_ALLOC_CONF, then defaults
-
-// Sets or unsets FRAGSCOPE_ALLOC_CONF for one test and restores it afterwards.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(const char* value) {
-    if (const char* old = std::getenv(kAllocConfEnv)) saved_ = old;
-    Set(value);
-  }
-  ~ScopedEnv() { Set(saved_ ? saved_->c_str() : nullptr); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  static void Set(const char* value) {
-    if (value != nullptr) {
-      ::setenv(kAllocConfEnv, value, 1);
-    } else {
-      ::unsetenv(kAllocConfEnv);
-    }
-  }
-  std::optional<std::string> saved_;
-};
-
-TEST(ResolveAllocConf, DefaultsWhenNothingIsGiven) {
-  ScopedEnv env(nullptr);
-  std::string source;
-  EXPECT_EQ(ResolveAllocConf("", &source), AllocConf{});
-  EXPECT_EQ(source, "defaults");
-  EXPECT_EQ(ResolveAllocConf(""), AllocConf{});  // source is optional
-}
-
-TEST(ResolveAllocConf, EmptyEnvironmentMeansDefaults) {
-  ScopedEnv env("");
-  std::string source;
-  EXPECT_EQ(ResolveAllocConf("", &source), AllocConf{});
-  EXPECT_EQ(source, "defaults");
-}
-
-TEST(ResolveAllocConf, Environment) {
-  ScopedEnv env("backing=host,growth=off");
-  std::string source;
-  const AllocConf conf = ResolveAllocConf("", &source);
-  EXPECT_EQ(source, "FRAGSCOPE_ALLOC_CONF");
-  EXPECT_EQ(conf.backing, BackingKind::kHost);
-  EXPECT_FALSE(conf.growth);
-}
-
-TEST(ResolveAllocConf, CommandLineWinsOverEnvironment) {
-  ScopedEnv env("backing=host,growth=off");
-  std::string source;
-  const AllocConf conf = ResolveAllocConf("gc=off", &source);
-  EXPECT_EQ(source, "--alloc-conf");
-  EXPECT_EQ(conf.backing, BackingKind::kSim);
-  EXPECT_TRUE(conf.growth);
-  EXPECT_FALSE(conf.gc);
-}
-
-TEST(ResolveAllocConf, CommandLineWithoutEnvironment) {
-  ScopedEnv env(nullptr);
-  std::string source;
-  EXPECT_EQ(ResolveAllocConf("limit=1GiB", &source).limit, GiB);
-  EXPECT_EQ(source, "--alloc-conf");
-}
-
-TEST(ResolveAllocConf, EnvironmentErrorsNameTheVariable) {
-  ScopedEnv env("growth=maybe");
-  std::string source;
-  try {
-    ResolveAllocConf("", &source);
-    ADD_FAILURE() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.key(), "growth");
-    EXPECT_STREQ(e.what(),
-                 "FRAGSCOPE_ALLOC_CONF: bad value 'maybe' for key 'growth': expected on or off");
-  }
-  EXPECT_EQ(source, "FRAGSCOPE_ALLOC_CONF");
-}
-
-TEST(ResolveAllocConf, EnvironmentSyntaxErrorsNameTheVariable) {
-  ScopedEnv env("growth=on,,gc=on");
-  try {
-    ResolveAllocConf("");
-    ADD_FAILURE() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.key(), "");
-    EXPECT_TRUE(Contains(e.what(), "FRAGSCOPE_ALLOC_CONF: empty item")) << e.what();
-  }
-}
-
-TEST(ResolveAllocConf, BadEnvironmentIsIgnoredWhenTheCommandLineIsGiven) {
-  ScopedEnv env("nonsense");
-  EXPECT_FALSE(ResolveAllocConf("growth=off").growth);
-}
-
-TEST(ResolveAllocConf, CommandLineErrorsAreNotPrefixed) {
-  ScopedEnv env(nullptr);
-  try {
-    ResolveAllocConf("gc=maybe");
-    ADD_FAILURE() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.key(), "gc");
-    EXPECT_STREQ(e.what(), "bad value 'maybe' for key 'gc': expected on or off");
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Issue 13: a fraction whose text is above 1 is refused even when it reads as the double 1.0;
-// blank values count as not given.
-
-TEST(AllocConfPreallocate, TextAboveOneIsRefusedEvenWhenItRoundsToOne) {
-  for (std::string_view value : {"1.0000000000000000001", "1.00000000000000000000000001",
-                                 "1.0000000000000000001e0", "0.10000000000000000001e1",
-                                 "10.000000000000000001e-1"}) {
-    ExpectBadValue("preallocate", value, {"(0, 1]"});
-  }
-  // Exactly 1 however written, and just below 1 (it reads as 1.0 too), are fine.
-  for (std::string_view value : {"1", "1.0", "1.000000000000000000000", "1e0", "10e-1", "100e-2",
-                                 "0.1e1", "0.99999999999999999999", "01.0"}) {
-    EXPECT_EQ(ParseAllocConf("preallocate=" + std::string(value)).preallocate, 1.0) << value;
-  }
-}
-
-TEST(ResolveAllocConf, BlankCommandLineCountsAsNotGiven) {
-  {
-    ScopedEnv env(nullptr);
-    std::string source;
-    EXPECT_EQ(ResolveAllocConf("   ", &source), AllocConf{});
-    EXPECT_EQ(source, "defaults");
-    EXPECT_EQ(ResolveAllocConf(" \t\n", &source), AllocConf{});
-    EXPECT_EQ(source, "defaults");
-  }
-  ScopedEnv env("growth=off");
-  std::string source;
-  EXPECT_FALSE(ResolveAllocConf("  ", &source).growth);
-  EXPECT_EQ(source, "FRAGSCOPE_ALLOC_CONF");
-}
-
-TEST(ResolveAllocConf, BlankEnvironmentMeansDefaults) {
-  ScopedEnv env("   ");
-  std::string source;
-  EXPECT_EQ(ResolveAllocConf("", &source), AllocConf{});
-  EXPECT_EQ(source, "defaults");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fragscope/traces/tf_bfc_log.hpp"
+#include "import/tf_test_support.hpp"
 #include "traces/trace_test_support.hpp"
 
 namespace fragscope::traces {
@@ -20,10 +21,7 @@ namespace {
 
 const std::filesystem::path kFixtures = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "fixtures" / "tf";
 
-bool HasWarning(const std::vector<std::string>& warnings, const std::string& text) {
-  return std::any_of(warnings.begin(), warnings.end(),
-                     [&](const std::string& w) { return w.find(text) != std::string::npos; });
-}
+using testing::HasWarning;
 
 nlohmann::json Expected() {
   std::ifstream in(kFixtures / "expected.json");

@@ -67,47 +67,46 @@ inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 inline bool IsHexDigit(char c) {
   return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
+
+// The digits (`is_digit`, in `base`) of `s` from `start` on, as a ScannedNumber whose text is
+// everything up to the last digit (a sign or "0x" included); kNegative when `negative`, kTooLong
+// past 64 bits, kNone when no digit is there. Advances `s` past them.
+inline ScannedNumber ScanDigits(std::string_view& s, std::size_t start, int base, bool negative,
+                                bool (*is_digit)(char)) {
+  ScannedNumber n;
+  std::size_t i = start;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  if (i == start) return n;
+  n.text = s.substr(0, i);
+  if (negative) {
+    n.kind = NumberKind::kNegative;
+  } else {
+    const auto [end, ec] = std::from_chars(s.data() + start, s.data() + i, n.value, base);
+    n.kind = ec == std::errc() ? NumberKind::kValue : NumberKind::kTooLong;
+  }
+  s.remove_prefix(i);
+  return n;
+}
 }  // namespace detail
 
 // Unsigned decimal at the start of `s` (after blanks), like TakeUint, but says why it is not a
 // number: a minus sign, or more than 64 bits. Advances `s` past what it read.
 inline ScannedNumber ScanUint(std::string_view& s) {
   s = TrimLeft(s);
-  ScannedNumber n;
   const bool negative = s.size() > 1 && s[0] == '-' && detail::IsDigit(s[1]);
-  std::size_t i = negative ? 1 : 0;
-  const std::size_t digits_start = i;
-  while (i < s.size() && detail::IsDigit(s[i])) ++i;
-  if (i == digits_start) return n;
-  n.text = s.substr(0, i);
-  if (negative) {
-    n.kind = NumberKind::kNegative;
-  } else {
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + i, n.value);
-    n.kind = ec == std::errc() ? NumberKind::kValue : NumberKind::kTooLong;
-  }
-  s.remove_prefix(i);
-  return n;
+  return detail::ScanDigits(s, negative ? 1 : 0, 10, negative, detail::IsDigit);
 }
 
 // Hexadecimal with or without 0x / 0X, any case, like TakeHex, but more than 64 bits (a 17th
 // significant digit) is kTooLong rather than nothing. Advances `s` past what it read.
 inline ScannedNumber ScanHex(std::string_view& s) {
   s = TrimLeft(s);
-  ScannedNumber n;
-  std::size_t i = 0;
+  std::size_t start = 0;
   if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    if (s.size() == 2 || !detail::IsHexDigit(s[2])) return n;  // "0x" and no digit: no number
-    i = 2;
+    if (s.size() == 2 || !detail::IsHexDigit(s[2])) return {};  // "0x" and no digit: no number
+    start = 2;
   }
-  const std::size_t digits_start = i;
-  while (i < s.size() && detail::IsHexDigit(s[i])) ++i;
-  if (i == digits_start) return n;
-  n.text = s.substr(0, i);
-  const auto [end, ec] = std::from_chars(s.data() + digits_start, s.data() + i, n.value, 16);
-  n.kind = ec == std::errc() ? NumberKind::kValue : NumberKind::kTooLong;
-  s.remove_prefix(i);
-  return n;
+  return detail::ScanDigits(s, start, 16, false, detail::IsHexDigit);
 }
 
 // A size as TensorFlow's HumanReadableNumBytes prints it ("286.00MiB", "768B", "10.2KiB", "0B"),
