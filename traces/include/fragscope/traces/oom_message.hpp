@@ -1,0 +1,128 @@
+// Reads out-of-memory error messages — the text a framework prints when an allocation fails — from
+// any amount of surrounding log text: PyTorch (every era since the legacy THC "cuda runtime error
+// (2)", the caching allocator's "Tried to allocate …" in its cached / reserved / 2.1 / ≥ 2.2
+// wordings, cudaMallocAsync, MPS, XPU, HIP), JAX / XLA (RESOURCE_EXHAUSTED, BufferAssignment
+// statistics, TPU compile-time HBM), TensorFlow short forms (OOM when allocating tensor with
+// shape, stream_executor's failed to allocate, pinned host memory) and raw CUDA / cuBLAS / cuDNN
+// failures. docs/importers.md, "Out-of-memory error messages", lists the wordings.
+//
+// The scan is line by line with plain substring searches (no regular expression runs over the
+// input), linear in the input's size. Every size is checked against kMaxBytes (byte_math.hpp): a
+// number fragscope cannot represent is left empty and named in `problems`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fragscope::traces {
+
+// A size as the message prints it: "1.69 GiB", "0 bytes", "4770354232 bytes", "32.00M".
+struct PrintedSize {
+  std::uint64_t bytes = 0;      // the value in bytes, rounded to the nearest byte (units are 1024-based)
+  std::uint64_t tolerance = 0;  // half a unit of the last printed digit: 0.005 GiB for "1.69 GiB"
+  std::string text;             // as printed
+};
+
+// The wording family of a message: which framework code printed it, in which era.
+enum class OomMessageKind : std::uint8_t {
+  kPytorchLegacy,       // THC: "cuda runtime error (2) : out of memory", "THCudaCheck FAIL … error=2"
+  kPytorchCaching,      // the caching allocator: "… out of memory. Tried to allocate …" (CUDA, XPU, HIP)
+  kPytorchAsync,        // cudaMallocAsync: "Allocation on device N would exceed allowed memory"
+  kPytorchMps,          // "MPS backend out of memory (MPS allocated: …)"
+  kXlaRuntime,          // "Out of memory while trying to allocate N bytes" (JAX / XLA)
+  kXlaRequest,          // PJRT: "Failed to allocate request for X (NB) on device ordinal N"
+  kXlaTpuCompile,       // "XLA:TPU compile permanent error. Ran out of memory in memory space hbm"
+  kTfTensor,            // "OOM when allocating tensor with shape[…] and type float"
+  kTfDeviceAlloc,       // stream_executor: "failed to allocate X (N bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"
+  kTfHostAlloc,         // "failed to alloc N bytes on host" / "could not allocate pinned host memory"
+  kCudaRaw,             // a CUDA / HIP runtime or driver error without sizes ("CUDA error: out of memory")
+  kCublas,              // CUBLAS_STATUS_ALLOC_FAILED
+  kCudnn,               // CUDNN_STATUS_ALLOC_FAILED
+};
+
+// "pytorch-legacy", "pytorch-caching", …: stable names, in JSON.
+std::string_view ToString(OomMessageKind kind);
+
+struct OtherProcess {
+  std::uint64_t pid = 0;
+  PrintedSize size;
+};
+
+// XLA's BufferAssignment statistics (printed with a runtime OOM).
+struct XlaBufferStats {
+  std::optional<PrintedSize> parameter, constant, maybe_live_out, preallocated_temp, total, fragmentation;
+};
+
+// XLA:TPU compile-time memory: "Used U of C hbm. Exceeded hbm capacity by E." and the breakdown.
+struct TpuMemory {
+  std::string space;  // "hbm", "vmem"
+  std::optional<PrintedSize> used, capacity, exceeded, total_usage, reserved, program, arguments;
+  std::optional<PrintedSize> largest_allocation;  // the first "Size:" of "Largest program allocations"
+};
+
+struct OomMessage {
+  OomMessageKind kind = OomMessageKind::kCudaRaw;
+  std::string framework;  // "pytorch", "jax", "tensorflow", "cuda", "mxnet", "torch7", …
+  std::string backend;    // as printed: "CUDA", "XPU", "HIP", "MPS", "TPU", "GPU", "host"
+  std::string device;     // as printed: "GPU 0", "device 0", "device ordinal 0", "GPU_0_bfc", "hbm"
+  std::size_t line = 0;   // 1-based line of the input where the message starts
+  std::size_t offset = 0; // byte offset of that line
+  std::size_t end_line = 0;  // last line that belongs to it
+  std::string text;       // the message's own text (its lines, at most a few kB)
+
+  // The numbers, each as printed (absent when the message does not give it).
+  std::optional<PrintedSize> request;          // R: "Tried to allocate", "Requested", the tensor's bytes
+  std::optional<PrintedSize> total;            // T: total capacity (PyTorch), "Total memory" (TF)
+  std::optional<PrintedSize> free;             // F: free on the device at report time
+  std::optional<PrintedSize> allocated;        // A: allocated by the framework ("already allocated",
+                                               //    "allocated by PyTorch", MPS allocated, async "Currently allocated")
+  std::optional<PrintedSize> reserved;         // Rv: "reserved in total by PyTorch"
+  std::optional<PrintedSize> unallocated;      // U: "reserved by PyTorch but unallocated", old "cached"
+  std::optional<PrintedSize> process_total;    // P: "this process has X memory in use"
+  std::vector<OtherProcess> other_processes;   // "Process N has X memory in use"
+  std::optional<PrintedSize> allowed;          // "X allowed;" (memory fraction), MPS "max allowed",
+                                               // async "PyTorch limit" when one is set
+  std::optional<PrintedSize> device_limit;     // async "Device limit"
+  std::optional<PrintedSize> other_allocations;// MPS "other allocations"
+  std::optional<PrintedSize> private_pools;    // "with X allocated in private pools (e.g., CUDA Graphs)"
+  bool private_pool_request = false;           // MPS "Tried to allocate X on private pool"
+  std::optional<XlaBufferStats> xla;
+  std::optional<TpuMemory> tpu;
+  std::vector<std::uint64_t> tensor_shape;     // TF: the dims of "shape[…]"
+  std::string tensor_dtype;                    // TF: "float", "half", …
+  std::string allocator;                       // TF: "GPU_0_bfc"
+  std::vector<PrintedSize> attempts;           // TF: every size of a retry cascade (×0.9), in order
+  std::string error_code;                      // "CUDA_ERROR_OUT_OF_MEMORY", "CUBLAS_STATUS_ALLOC_FAILED", "2"
+
+  // What the message says about settings (hints already followed or not).
+  std::string hint_env;                        // the variable the message's hint names:
+                                               // "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", …
+  bool hint_max_split_size = false;            // "try setting max_split_size_mb"
+  bool hint_expandable_segments = false;       // "try setting …=expandable_segments:True"
+  bool hint_watermark = false;                 // MPS "Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0"
+  bool unlimited_fraction = false;             // async: "PyTorch limit (set by user-supplied memory
+                                               // fraction)" printed as the no-limit value
+  bool tf_report_tensor_hint = false;          // "add report_tensor_allocations_upon_oom"
+  bool cublas_init_failed = false;             // TF: a "failed to create cublas handle" line just before
+
+  // Numbers the message gives that fragscope cannot take (over 4 EiB, a bad shape): each
+  // "line N: …". The number itself is left empty.
+  std::vector<std::string> problems;
+};
+
+// Every out-of-memory message in `text`, in order. Never throws on any input; linear in its size.
+std::vector<OomMessage> FindOomMessages(std::string_view text);
+
+// True when `head` holds an out-of-memory message of a wording above. Cheap (substring searches
+// over the head, no parse); the evidence registry asks it after every other reader.
+bool LooksLikeOomMessage(std::string_view head);
+
+// "1.69 GiB" → bytes and tolerance; also "0 bytes", "48.5KiB", "21.95G", "7.43 GB", "3206250496B".
+// nullopt when it is not a size or is more than kMaxBytes (`*oversize` is then set true).
+std::optional<PrintedSize> ParsePrintedSize(std::string_view text, bool* oversize = nullptr);
+
+}  // namespace fragscope::traces
