@@ -79,6 +79,8 @@ int RunReport(const ReportOptions& options) {
   if (options.json) {
     PrintReportJson(view);
   } else {
+  view.kind = diagnosis.kind;
+  view.states = std::move(diagnosis.states);
     PrintReportText(view);
   }
   return any_oom ? kOom : kOk;

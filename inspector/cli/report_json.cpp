@@ -13,15 +13,12 @@
 
 namespace fragscope::cli {
 
-// The source allocator's own settings, where an importer found them (PyTorch's
-// allocator_settings), without the prefix: shown so a user sees what PyTorch ran with.
+// The source allocator's own settings, where a reader found them (PyTorch's allocator_settings):
+// shown so a user sees what PyTorch ran with.
 nlohmann::json SourceSettings(const traces::TraceHeader& header) {
-  constexpr std::string_view kPrefix = "allocator_settings.";
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [key, value] : header.metadata) {
-    if (key.size() > kPrefix.size() && key.compare(0, kPrefix.size(), kPrefix) == 0 && !value.empty()) {
-      out[key.substr(kPrefix.size())] = value;
-    }
+  for (const auto& [key, value] : header.source.settings) {
+    if (!value.empty()) out[key] = value;
   }
   return out;
 }
@@ -35,12 +32,31 @@ void PrintReportJson(const ReportView& view) {
   nlohmann::json list = nlohmann::json::array();
   for (std::size_t i = 0; i < devices.size(); ++i) {
     nlohmann::json device = DeviceJson(metrics[i], ooms[i]);
+    device["kind"] = traces::ToString(view.kind);
+    const bool state = view.kind == traces::EvidenceKind::kState;
     if (const auto* description = header.Device(devices[i])) {
       device["name"] = description->name;
       device["capacity"] = description->capacity;
       device["limit"] = description->limit;
     }
-    if (const auto before = analysis::BeforeRecordingOf(header, devices[i])) {
+    if (state) {
+      // No metric that needs time, and nothing "before recording" (there was no recording); the
+      // state's own numbers instead, the last moment's at the top (its limit, null when unknown,
+      // replaces the device's 0).
+      for (const char* key : {"peak_load", "peak_in_use", "peak_reserved", "overhead", "utilization_at_peak",
+                              "fragmentation_at_peak", "peak_internal_waste", "allocations"}) {
+        device.erase(key);
+      }
+      nlohmann::json states = nlohmann::json::array();
+      for (const analysis::StateFindings& s : view.states) {
+        if (s.device == devices[i]) states.push_back(StateJson(s));
+      }
+      if (!states.empty()) {
+        for (const auto& [key, value] : states.back().items()) device[key] = value;
+        if (states.size() > 1) device["states"] = std::move(states);
+      }
+    }
+    if (const auto before = analysis::BeforeRecordingOf(header, devices[i]); before && !state) {
       device["before_recording"] = {
           {"blocks", before->blocks}, {"bytes", before->bytes}, {"requested", before->requested}};
       if (metrics[i].peak_load > before->requested) {

@@ -30,6 +30,13 @@ void PrintReportText(const ReportView& view) {
     }
     fmt::print("settings   {}\n", line);
   }
+  if (view.kind == traces::EvidenceKind::kState) {
+    PrintStateText(view);
+    std::vector<analysis::OomDiagnosis> all;
+    for (const auto& list : ooms) all.insert(all.end(), list.begin(), list.end());
+    fmt::print("{}", DescribeOoms(all));
+    return;
+  }
   fmt::print("\n");
   std::vector<std::vector<std::string>> rows = {{"device", "peak LOAD", "peak in use", "peak reserved",
                                                  "overhead", "util@peak", "frag@peak", "OOMs"}};

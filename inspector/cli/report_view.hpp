@@ -25,6 +25,8 @@ struct ReportView {
   std::vector<analysis::DeviceMetrics> metrics;
   std::vector<std::vector<analysis::OomDiagnosis>> ooms;
   std::optional<analysis::LeakFinding> leak;
+  traces::EvidenceKind kind = traces::EvidenceKind::kHistory;
+  std::vector<analysis::StateFindings> states;  // a state's findings (kind kState)
 };
 
 // The source allocator's own settings, where an importer found them (PyTorch's
@@ -33,5 +35,10 @@ nlohmann::json SourceSettings(const traces::TraceHeader& header);
 
 void PrintReportJson(const ReportView& view);  // one JSON document (docs/cli.md, "report")
 void PrintReportText(const ReportView& view);  // the table and every OOM explained
+// A state's findings for people (report_state.cpp): the evidence's numbers, what its layout
+// shows, what it lacks, in the source framework's words.
+void PrintStateText(const ReportView& view);
+// A state's per-device keys (DESIGN.md: "A state adds in_use, reserved, limit, max_in_use").
+nlohmann::json StateJson(const analysis::StateFindings& state);
 
 }  // namespace fragscope::cli

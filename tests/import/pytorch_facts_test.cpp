@@ -56,11 +56,10 @@ TEST(PytorchFacts, ReaderAgreesWithPythonsUnpickler) {
     EXPECT_EQ(live_requested.size(), expected["live_blocks_at_end"].get<std::uint64_t>());
     EXPECT_EQ(requested, expected["live_requested_at_end"].get<std::uint64_t>());
     // The blocks live before recording, as the header states them for like-for-like comparisons.
-    std::map<std::string, std::string> metadata(trace.header.metadata.begin(), trace.header.metadata.end());
-    EXPECT_EQ(metadata["pytorch.cuda:0.before_recording.blocks"],
-              std::to_string(expected["before_recording_blocks"].get<std::uint64_t>()));
-    EXPECT_EQ(metadata["pytorch.cuda:0.before_recording.requested"],
-              std::to_string(expected["before_recording_requested"].get<std::uint64_t>()));
+    const BlocksBeforeRecording* before = trace.header.source.BeforeRecording(0);
+    ASSERT_NE(before, nullptr);
+    EXPECT_EQ(before->blocks, expected["before_recording_blocks"].get<std::uint64_t>());
+    EXPECT_EQ(before->requested, expected["before_recording_requested"].get<std::uint64_t>());
   }
 }
 

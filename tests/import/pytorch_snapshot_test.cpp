@@ -126,10 +126,15 @@ TEST(PytorchSnapshot, LinearGradTiny) {
   const std::string& stack = t.stacks[t.event_stacks[1] - 1];
   EXPECT_EQ(stack.substr(0, stack.find('\n')), "??:0:torch::unwind::unwind()");
   EXPECT_NE(stack.find("profile_grad.py:8:<module>"), std::string::npos);
-  const auto& md = t.header.metadata;
-  EXPECT_NE(std::find(md.begin(), md.end(),
-                      std::pair<std::string, std::string>("allocator_settings.expandable_segments", "False")),
-            md.end());
+  // The source's settings are typed facts, not metadata keys matched by prefix.
+  ASSERT_NE(t.header.source.Setting("expandable_segments"), nullptr);
+  EXPECT_EQ(*t.header.source.Setting("expandable_segments"), "False");
+  EXPECT_EQ(t.header.source.allocator, "PyTorch CUDA caching allocator");
+  EXPECT_EQ(t.header.source.rounding, 512u);
+  for (const auto& [key, value] : t.header.metadata) {
+    EXPECT_NE(key.rfind("allocator_settings.", 0), 0u) << key;
+    EXPECT_EQ(key.find("before_recording"), std::string::npos) << key;
+  }
 }
 
 TEST(PytorchSnapshot, EorCnnCounterfactuals) {

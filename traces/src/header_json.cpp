@@ -1,6 +1,9 @@
 #include "header_json.hpp"
 
+#include <charconv>
+#include <initializer_list>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -9,7 +12,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kHeaderKeys = "producer, source_format, alloc_conf, devices, created_unix_ns, metadata";
+constexpr const char* kHeaderKeys =
+    "producer, source_format, alloc_conf, devices, created_unix_ns, metadata, kind, source";
 constexpr const char* kDeviceKeys = "index, name, backing, capacity, limit";
 
 std::string GetString(const json& object, const char* key, const char* where) {
@@ -26,6 +30,158 @@ std::uint64_t GetUnsigned(const json& object, const char* key, const char* where
     throw std::runtime_error(fmt::format("{}\"{}\" must be an integer from 0 to {}", where, key, max));
   }
   return it->get<std::uint64_t>();
+}
+
+std::optional<std::uint64_t> GetOptional(const json& object, const char* key, const char* where) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  return GetUnsigned(object, key, where, UINT64_MAX);
+}
+
+const json& ArrayAt(const json& object, const char* key, const char* where) {
+  static const json kEmpty = json::array();
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return kEmpty;
+  if (!it->is_array()) throw std::runtime_error(fmt::format("{}\"{}\" must be an array", where, key));
+  return *it;
+}
+
+nlohmann::ordered_json SourceToJson(const SourceFacts& source) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  if (!source.allocator.empty()) out["allocator"] = source.allocator;
+  if (!source.settings.empty()) {
+    out["settings"] = nlohmann::ordered_json::array();
+    for (const auto& [key, value] : source.settings) out["settings"].push_back({key, value});
+  }
+  if (source.rounding != 0) out["rounding"] = source.rounding;
+  for (const auto& b : source.before_recording) {
+    out["before_recording"].push_back(
+        {{"device", b.device}, {"blocks", b.blocks}, {"bytes", b.bytes}, {"requested", b.requested}});
+  }
+  for (const auto& s : source.states) {
+    nlohmann::ordered_json state = {{"device", s.device}, {"moment", s.moment}, {"at_seq", s.at_seq}};
+    const auto put = [&](const char* key, const std::optional<std::uint64_t>& value) {
+      if (value) state[key] = *value;
+    };
+    put("in_use", s.in_use);
+    put("requested", s.requested);
+    put("reserved", s.reserved);
+    put("limit", s.limit);
+    put("max_in_use", s.max_in_use);
+    put("largest_free", s.largest_free);
+    state["layout_complete"] = s.layout_complete;
+    if (!s.missing.empty()) state["missing"] = s.missing;
+    out["states"].push_back(std::move(state));
+  }
+  return out;
+}
+
+// Keys a reader of this version knows in "source" and in each of its states; strict readers
+// refuse others, as at the top level.
+void CheckKeys(const json& object, bool strict, std::initializer_list<std::string_view> known, const char* where) {
+  if (!strict) return;
+  for (const auto& [key, value] : object.items()) {
+    bool found = false;
+    for (std::string_view k : known) found = found || k == key;
+    if (!found) {
+      std::string list;
+      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      throw std::runtime_error(fmt::format("{}unknown key \"{}\"; valid keys: {}", where, key, list));
+    }
+  }
+}
+
+SourceFacts SourceFromJson(const json& in, bool strict) {
+  constexpr const char* kWhere = "header: source: ";
+  if (!in.is_object()) throw std::runtime_error("header: \"source\" must be an object");
+  CheckKeys(in, strict, {"allocator", "settings", "rounding", "before_recording", "states"}, kWhere);
+  SourceFacts out;
+  out.allocator = GetString(in, "allocator", kWhere);
+  for (const auto& pair : ArrayAt(in, "settings", kWhere)) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string() || !pair[1].is_string()) {
+      throw std::runtime_error("header: source: \"settings\" entries must be [\"key\", \"value\"] pairs of strings");
+    }
+    out.settings.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+  }
+  out.rounding = GetUnsigned(in, "rounding", kWhere, UINT64_MAX);
+  for (const auto& b : ArrayAt(in, "before_recording", kWhere)) {
+    if (!b.is_object()) throw std::runtime_error("header: source: each before_recording entry must be an object");
+    constexpr const char* kAt = "header: source: before_recording: ";
+    out.before_recording.push_back({static_cast<std::uint32_t>(GetUnsigned(b, "device", kAt, UINT32_MAX)),
+                                    GetUnsigned(b, "blocks", kAt, UINT64_MAX),
+                                    GetUnsigned(b, "bytes", kAt, UINT64_MAX),
+                                    GetUnsigned(b, "requested", kAt, UINT64_MAX)});
+  }
+  for (const auto& s : ArrayAt(in, "states", kWhere)) {
+    if (!s.is_object()) throw std::runtime_error("header: source: each state must be an object");
+    constexpr const char* kAt = "header: source: state: ";
+    CheckKeys(s, strict,
+              {"device", "moment", "at_seq", "in_use", "requested", "reserved", "limit", "max_in_use", "largest_free",
+               "layout_complete", "missing"},
+              kAt);
+    StateSummary state;
+    state.device = static_cast<std::uint32_t>(GetUnsigned(s, "device", kAt, UINT32_MAX));
+    state.moment = GetString(s, "moment", kAt);
+    state.at_seq = GetUnsigned(s, "at_seq", kAt, UINT64_MAX);
+    state.in_use = GetOptional(s, "in_use", kAt);
+    state.requested = GetOptional(s, "requested", kAt);
+    state.reserved = GetOptional(s, "reserved", kAt);
+    state.limit = GetOptional(s, "limit", kAt);
+    state.max_in_use = GetOptional(s, "max_in_use", kAt);
+    state.largest_free = GetOptional(s, "largest_free", kAt);
+    if (const auto it = s.find("layout_complete"); it != s.end() && !it->is_null()) {
+      if (!it->is_boolean()) throw std::runtime_error("header: source: state: \"layout_complete\" must be true or false");
+      state.layout_complete = it->get<bool>();
+    }
+    state.missing = GetString(s, "missing", kAt);
+    out.states.push_back(std::move(state));
+  }
+  return out;
+}
+
+bool StartsWith(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Traces converted before the header had "source" (fragscope 0.1, .fst 1.0) carry the PyTorch
+// importer's facts as metadata keys: "allocator_settings.KEY" and
+// "pytorch.cuda:N.before_recording.{blocks,bytes,requested}". They become typed facts here, the
+// one place that still knows those spellings; keys that do not parse stay metadata.
+void MigrateLegacyMetadata(TraceHeader& header) {
+  std::vector<std::pair<std::string, std::string>> kept;
+  for (auto& [key, value] : header.metadata) {
+    constexpr std::string_view kSettings = "allocator_settings.";
+    constexpr std::string_view kDevice = "pytorch.cuda:";
+    constexpr std::string_view kBefore = ".before_recording.";
+    if (StartsWith(key, kSettings) && key.size() > kSettings.size()) {
+      header.source.settings.emplace_back(key.substr(kSettings.size()), value);
+      continue;
+    }
+    if (StartsWith(key, kDevice)) {
+      const std::string_view rest = std::string_view(key).substr(kDevice.size());
+      std::uint32_t device = 0;
+      std::uint64_t number = 0;
+      const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), device);
+      const std::string_view tail(end, static_cast<std::size_t>(rest.data() + rest.size() - end));
+      const auto parsed = std::from_chars(value.data(), value.data() + value.size(), number);
+      if (error == std::errc() && StartsWith(tail, kBefore) && parsed.ec == std::errc() &&
+          parsed.ptr == value.data() + value.size()) {
+        const std::string_view field = tail.substr(kBefore.size());
+        BlocksBeforeRecording* entry = nullptr;
+        for (auto& b : header.source.before_recording) if (b.device == device) entry = &b;
+        if (field == "blocks" || field == "bytes" || field == "requested") {
+          if (entry == nullptr) entry = &header.source.before_recording.emplace_back(BlocksBeforeRecording{device});
+          (field == "blocks" ? entry->blocks : field == "bytes" ? entry->bytes : entry->requested) = number;
+          continue;
+        }
+      }
+    }
+    kept.emplace_back(std::move(key), std::move(value));
+  }
+  header.metadata = std::move(kept);
+  if (header.source_format == "pytorch-snapshot" && header.source.allocator.empty()) {
+    header.source.allocator = "PyTorch CUDA caching allocator";
+  }
 }
 
 }  // namespace
@@ -51,6 +207,9 @@ nlohmann::ordered_json HeaderToJson(const TraceHeader& header) {
   // Pairs rather than an object: order and repeated keys survive.
   out["metadata"] = nlohmann::ordered_json::array();
   for (const auto& [key, value] : header.metadata) out["metadata"].push_back({key, value});
+  // Written only when they say something, so that a native history's header is what 1.0 wrote.
+  if (header.kind != EvidenceKind::kHistory) out["kind"] = ToString(header.kind);
+  if (!header.source.empty()) out["source"] = SourceToJson(header.source);
   return out;
 }
 
@@ -59,7 +218,8 @@ TraceHeader HeaderFromJson(const json& in, bool strict, const char* skip) {
   if (strict) {
     for (const auto& [key, value] : in.items()) {
       if (key == "producer" || key == "source_format" || key == "alloc_conf" || key == "devices" ||
-          key == "created_unix_ns" || key == "metadata" || (skip != nullptr && key == skip)) {
+          key == "created_unix_ns" || key == "metadata" || key == "kind" || key == "source" ||
+          (skip != nullptr && key == skip)) {
         continue;
       }
       throw std::runtime_error(fmt::format("unknown header key \"{}\"; valid keys: {}", key, kHeaderKeys));
@@ -106,6 +266,18 @@ TraceHeader HeaderFromJson(const json& in, bool strict, const char* skip) {
     } else {
       throw std::runtime_error("header: \"metadata\" must be an array of [key, value] pairs");
     }
+  }
+  if (const std::string kind = GetString(in, "kind", "header: "); !kind.empty()) {
+    const auto parsed = ParseEvidenceKind(kind);
+    if (!parsed) {
+      throw std::runtime_error(fmt::format("header: \"kind\" must be \"history\", \"state\" or \"message\", not \"{}\"", kind));
+    }
+    header.kind = *parsed;
+  }
+  if (const auto it = in.find("source"); it != in.end() && !it->is_null()) {
+    header.source = SourceFromJson(*it, strict);
+  } else {
+    MigrateLegacyMetadata(header);
   }
   return header;
 }

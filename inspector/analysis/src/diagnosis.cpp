@@ -73,6 +73,13 @@ Diagnosis Diagnose(const AnalysisContext& context, const DiagnosisOptions& optio
     d.before_recording = BeforeRecordingOf(model.header(), device);
     diagnosis.any_oom |= !d.ooms.empty();
   }
+  diagnosis.kind = model.header().kind;
+  if (diagnosis.kind == traces::EvidenceKind::kState) {
+    // One moment: what its layout and summary show; nothing that needs time (no replay of an
+    // invented order, no minimal limit).
+    diagnosis.states = FindStates(model, devices);
+    return diagnosis;
+  }
   const std::optional<AllocConf>& conf = context.recorded_conf();
   if (!diagnosis.any_oom || !conf) return diagnosis;
 

@@ -187,7 +187,7 @@ SourceSnapshot ExtractSnapshot(const Document& doc, std::vector<std::string>* wa
       settings != nullptr && settings->kind == Kind::kDict) {
     for (std::size_t i = 0; i + 1 < settings->items.size(); i += 2) {
       out.settings.emplace_back(
-          "allocator_settings." + pickle::ToDisplayString(doc, doc.at(settings->items[i]), 1),
+          pickle::ToDisplayString(doc, doc.at(settings->items[i]), 1),
           pickle::ToDisplayString(doc, doc.at(settings->items[i + 1])));
     }
   }

@@ -53,7 +53,9 @@ class Importer {
     for (const auto& w : warnings) log_.Add("malformed block", w);
     trace_.header.producer = "PyTorch memory snapshot";
     trace_.header.source_format = "pytorch-snapshot";
-    trace_.header.metadata = snapshot_.settings;
+    trace_.header.source.allocator = "PyTorch CUDA caching allocator";
+    trace_.header.source.settings = snapshot_.settings;
+    trace_.header.source.rounding = 512;  // kMinBlockSize: every block is a multiple of 512 bytes
     if (snapshot_.block_history_format) {
       trace_.header.metadata.emplace_back("pytorch.block_format", "torch 2.0 block history");
     }
@@ -83,13 +85,28 @@ class Importer {
         bytes += block.rounded;
         requested += block.requested;
       }
-      const std::string key = fmt::format("pytorch.cuda:{}.before_recording", d);
-      trace_.header.metadata.emplace_back(key + ".blocks", std::to_string(starts_[d].blocks.size()));
-      trace_.header.metadata.emplace_back(key + ".bytes", std::to_string(bytes));
-      trace_.header.metadata.emplace_back(key + ".requested", std::to_string(requested));
+      trace_.header.source.before_recording.push_back({d, starts_[d].blocks.size(), bytes, requested});
     }
     Merge();
     for (std::uint32_t d : devices) CheckEnd(d);
+    // A snapshot without trace events (recording was off, or only segments were dumped; the
+    // "snapshot" action only marks when it was taken) is one moment: reported as a state, with no
+    // metric that needs time (docs/importers.md).
+    bool any_traced = false;
+    for (const auto& events : snapshot_.device_traces) {
+      for (const auto& e : events) any_traced |= e.action != Action::kSnapshot;
+    }
+    if (!any_traced) {
+      trace_.header.kind = EvidenceKind::kState;
+      const std::uint64_t last = trace_.events.empty() ? 0 : trace_.events.back().seq;
+      for (std::uint32_t d : devices) {
+        StateSummary state;
+        state.device = d;
+        state.moment = "when the snapshot was taken";
+        state.at_seq = last;
+        trace_.header.source.states.push_back(std::move(state));
+      }
+    }
     trace_.stacks = frames_.TakeStacks();
     if (trace_.stacks.empty()) trace_.event_stacks.clear();
     trace_.warnings = log_.Finish();

@@ -69,12 +69,56 @@ std::optional<std::uint32_t> TfAllocatorDevice(std::string_view allocator) {
   return std::nullopt;
 }
 
+// What the dump itself says about the moment: the numbers its Stats block (and the allocator's
+// summary lines) printed — the allocator's own counters, whole even when the chunk list was cut —
+// and what its listed layout lacks. What the listed layout adds up to is the analysis's job.
+static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint64_t at_seq) {
+  StateSummary s;
+  s.device = device;
+  s.at_seq = at_seq;
+  s.moment = d.has_header ? fmt::format("at the OOM on line {}", d.line) : fmt::format("in the dump on line {}", d.line);
+  s.in_use = d.stats.in_use;
+  s.reserved = d.stats.reserved ? d.stats.reserved : d.total_region_allocated;
+  if (d.limit != 0) s.limit = d.limit;
+  s.max_in_use = d.stats.max_in_use;
+  s.largest_free = d.stats.largest_free_block;
+  std::uint64_t listed = 0, covered = 0;
+  for (const TfBfcRegion& r : d.regions) {
+    listed += r.size;
+    for (std::size_t c = r.first_chunk; c < r.first_chunk + r.chunk_count; ++c) covered += d.chunks[c].size;
+  }
+  std::vector<std::string> missing;
+  if (d.regions.empty() && d.chunks.empty()) {
+    missing.push_back("no region or chunk list (the layout is unknown)");
+  } else {
+    if (covered < listed) {
+      missing.push_back(fmt::format("the chunks listed cover {} of the {} its regions hold (the rest of the "
+                                    "chunk list is not in the log)", FormatBytes(covered), FormatBytes(listed)));
+    }
+    if (d.stats.in_use && *d.stats.in_use != d.in_use) {
+      missing.push_back(fmt::format("the chunks listed hold {} in use where its Stats say {}",
+                                    FormatBytes(d.in_use), FormatBytes(*d.stats.in_use)));
+    }
+  }
+  if (d.stats.fields == 0) missing.push_back("no Stats block");
+  if (d.limit == 0) missing.push_back("no limit");
+  s.layout_complete = (!d.regions.empty() || !d.chunks.empty()) && covered >= listed &&
+                      (!d.stats.in_use || *d.stats.in_use == d.in_use);
+  for (std::size_t i = 0; i < missing.size(); ++i) s.missing += (i == 0 ? "" : "; ") + missing[i];
+  return s;
+}
+
 Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& name) {
   Trace trace;
   trace.header.producer = "TensorFlow BFC allocator log";
   trace.header.source_format = "tensorflow-bfc-log";
   trace.header.metadata.emplace_back("source", name);
   trace.header.metadata.emplace_back("tf.dumps", std::to_string(dumps.size()));
+  // A dump is a moment, not a history: what it lists is laid out as events so the inspector can
+  // draw it, and the numbers it printed are the state's summary (docs/importers.md).
+  trace.header.kind = EvidenceKind::kState;
+  trace.header.source.allocator = "TensorFlow BFC allocator";
+  trace.header.source.rounding = 256;  // kMinAllocationSize
 
   // One device per allocator name: GPU_N_bfc is device N, the others take the free indices.
   std::map<std::string, std::uint32_t> devices;
@@ -160,6 +204,7 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
       o.oom = d.ToOomRecord();
       o.tag = b.Intern(d.op);
     }
+    trace.header.source.states.push_back(StateOf(d, device, trace.events.back().seq));
     const std::string key = fmt::format("tf.dump{}", n + 1);
     trace.header.metadata.emplace_back(
         key, fmt::format("{} at line {}: {} regions ({}), {} in-use and {} free chunks, in use {}{}",

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,13 +20,89 @@ struct DeviceDescription {
   bool operator==(const DeviceDescription&) const = default;  // (TraceHeader's == needs it)
 };
 
+// What a piece of evidence is (DESIGN.md, "Evidence kinds"): events in time, one or more moments,
+// or only the numbers of an error message. Decides which analyses mean anything: overhead,
+// min-limit and replay need time, so a state or a message gets none of them.
+enum class EvidenceKind : std::uint8_t {
+  kHistory = 0,  // events in time: fragscope traces, snapshots with trace events, RMM logs
+  kState = 1,    // moments: regions and chunks as they were (a snapshot without history, a TF dump)
+  kMessage = 2,  // an out-of-memory error message: numbers, no layout
+};
+// "history", "state", "message".
+std::string_view ToString(EvidenceKind kind);
+// The kind named by `text` ("history", "state", "message"); nullopt for anything else.
+std::optional<EvidenceKind> ParseEvidenceKind(std::string_view text);
+
+// What was live on a device before the evidence started recording (PyTorch snapshots keep the
+// blocks alive when recording began): the source reserved for them too, so a like-for-like
+// comparison of the recorded window takes them out of both sides (docs/importers.md).
+struct BlocksBeforeRecording {
+  std::uint32_t device = 0;
+  std::uint64_t blocks = 0;
+  std::uint64_t bytes = 0;      // their rounded sizes
+  std::uint64_t requested = 0;  // their requested sizes
+  bool operator==(const BlocksBeforeRecording&) const = default;
+};
+
+// The evidence's own numbers about one device at one moment of a state (a snapshot without
+// history, a TensorFlow dump), each present only where the evidence gives it. They are the truth
+// where the listed regions and chunks are incomplete (a dump its author cut).
+struct StateSummary {
+  std::uint32_t device = 0;
+  std::string moment;                       // "at the OOM on line 412", "when the snapshot was taken"
+  // The layout of the moment is what the trace's events built up to and including the event with
+  // this sequence number (a reader lays a state out as events: regions, then live chunks).
+  std::uint64_t at_seq = 0;
+  std::optional<std::uint64_t> in_use;      // bytes in live chunks (rounded)
+  std::optional<std::uint64_t> requested;   // bytes the live chunks' owners asked for
+  std::optional<std::uint64_t> reserved;    // bytes the allocator held from the device
+  std::optional<std::uint64_t> limit;       // the most it could hold
+  std::optional<std::uint64_t> max_in_use;  // the peak in use the evidence remembers
+  std::optional<std::uint64_t> largest_free;
+  bool layout_complete = true;              // the listed regions and chunks are all there were
+  std::string missing;                      // what the evidence lacks, in words; empty if nothing
+  bool operator==(const StateSummary&) const = default;
+};
+
+// Facts a reader found about the allocator that produced the evidence, typed so that no later
+// step matches metadata keys by prefix. Stored in the trace header (key "source", .fst 1.1 and
+// JSON Lines) so that a converted trace keeps them.
+struct SourceFacts {
+  // The source allocator in words ("PyTorch CUDA caching allocator", "TensorFlow BFC allocator");
+  // empty for fragscope's own traces.
+  std::string allocator;
+  // Its own settings, as it wrote them (PyTorch's allocator_settings: "expandable_segments" →
+  // "True"), in order.
+  std::vector<std::pair<std::string, std::string>> settings;
+  // The granularity it rounds requests to, in bytes; 0 when unknown.
+  std::uint64_t rounding = 0;
+  std::vector<BlocksBeforeRecording> before_recording;  // at most one per device
+  std::vector<StateSummary> states;                     // one per device and moment, in order
+
+  bool empty() const {
+    return allocator.empty() && settings.empty() && rounding == 0 && before_recording.empty() && states.empty();
+  }
+  const BlocksBeforeRecording* BeforeRecording(std::uint32_t device) const {
+    for (const auto& b : before_recording) if (b.device == device) return &b;
+    return nullptr;
+  }
+  // The value of setting `key`, or nullptr.
+  const std::string* Setting(std::string_view key) const {
+    for (const auto& [k, v] : settings) if (k == key) return &v;
+    return nullptr;
+  }
+  bool operator==(const SourceFacts&) const = default;
+};
+
 struct TraceHeader {
   std::string producer;          // "fragscope-train 0.1.0", "fragscope synth 0.1.0", ...
   std::string source_format;     // "fragscope" for native traces; importers name theirs
   std::string alloc_conf;        // canonical allocator configuration (AllocConf::ToString)
   std::vector<DeviceDescription> devices;
   std::uint64_t created_unix_ns = 0;
-  std::vector<std::pair<std::string, std::string>> metadata;  // free-form, in order
+  std::vector<std::pair<std::string, std::string>> metadata;  // free-form, in order: for people
+  EvidenceKind kind = EvidenceKind::kHistory;
+  SourceFacts source;            // what the reader found out about the source allocator
 
   const DeviceDescription* Device(std::uint32_t index) const {
     for (const auto& device : devices) if (device.index == index) return &device;

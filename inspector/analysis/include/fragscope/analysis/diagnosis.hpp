@@ -19,6 +19,7 @@
 #include "fragscope/analysis/metrics.hpp"
 #include "fragscope/analysis/oom_diagnosis.hpp"
 #include "fragscope/analysis/replay.hpp"
+#include "fragscope/analysis/state_findings.hpp"
 #include "fragscope/analysis/timeline.hpp"
 
 namespace fragscope::analysis {
@@ -81,7 +82,11 @@ struct DeviceDiagnosis {
 };
 
 struct Diagnosis {
+  // History, state or message: what the evidence is decides what means anything (a state gets
+  // its findings and no advice checked by replay, no minimal limit).
+  traces::EvidenceKind kind = traces::EvidenceKind::kHistory;
   std::vector<DeviceDiagnosis> devices;
+  std::vector<StateFindings> states;        // for a state: one per moment and device shown
   bool any_oom = false;
   std::optional<MinLimitResult> min_limit;  // when searched
   std::optional<LeakFinding> leak;

@@ -48,8 +48,8 @@ struct BeforeRecording {
   }
 };
 
-// What the trace's header says was live on `device` before recording, from the importer's
-// metadata (`pytorch.cuda:N.before_recording.*`); empty for traces that have no such notion.
+// What the trace's header says was live on `device` before recording (the reader's typed source
+// facts, traces::SourceFacts::before_recording); empty for traces that have no such notion.
 std::optional<BeforeRecording> BeforeRecordingOf(const traces::TraceHeader& header, std::uint32_t device);
 
 }  // namespace fragscope::analysis

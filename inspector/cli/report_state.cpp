@@ -1,0 +1,106 @@
+// `fragscope report` of a state — one moment of memory (a PyTorch snapshot without trace events, a
+// TensorFlow dump): the evidence's own numbers, what its layout shows, and what it lacks, in the
+// source framework's words. Nothing that needs time (DESIGN.md, "Evidence kinds").
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+#include "fragscope/allocator/size.hpp"
+#include "report_view.hpp"
+
+namespace fragscope::cli {
+namespace {
+
+bool IsPytorch(const traces::TraceHeader& header) { return header.source.allocator.rfind("PyTorch", 0) == 0; }
+bool IsTensorflow(const traces::TraceHeader& header) { return header.source.allocator.rfind("TensorFlow", 0) == 0; }
+
+std::string Count(std::uint64_t n, const char* one) {
+  return fmt::format("{} {}{}", n, one, n == 1 ? "" : "s");
+}
+
+std::string Optional(const std::optional<std::uint64_t>& bytes) {
+  return bytes ? FormatBytes(*bytes) : std::string("unknown");
+}
+
+std::string PageSizes(const analysis::StateFindings& s) {
+  if (s.page_bytes_small == s.page_bytes_large) return fmt::format("pages of {}", FormatBytes(s.page_bytes_large));
+  return fmt::format("pages of {} in segments of {}, {} in larger ones", FormatBytes(s.page_bytes_small),
+                     FormatBytes(s.small_region_bytes), FormatBytes(s.page_bytes_large));
+}
+
+void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& s) {
+  const bool pytorch = IsPytorch(header);
+  const char* region = pytorch ? "segment" : "region";
+  const auto* device = header.Device(s.device);
+  fmt::print("device {}{}, {}:\n", s.device, device != nullptr && !device->name.empty() ? " (" + device->name + ")" : "",
+             s.moment.empty() ? "one moment" : s.moment);
+  std::string numbers = fmt::format("  in use {}{}, reserved {}{}, limit {}", Optional(s.in_use),
+                                    s.in_use_from_summary ? " (its own count)" : "", Optional(s.reserved),
+                                    s.reserved_from_summary ? " (its own count)" : "", Optional(s.limit));
+  if (s.max_in_use) numbers += fmt::format(", most ever in use {}", FormatBytes(*s.max_in_use));
+  fmt::print("{}\n", numbers);
+  if (s.regions == 0 && s.chunks == 0) {
+    fmt::print("  no layout: the evidence lists no {}s or chunks\n", region);
+  } else {
+    fmt::print("  listed{}: {} of {}, {} of {}\n",
+               s.layout_complete ? "" : " (incomplete: what follows counts only what is listed)",
+               Count(s.regions, region), FormatBytes(s.layout_reserved), Count(s.chunks, "live chunk"),
+               FormatBytes(s.layout_in_use));
+    fmt::print("  reserved but unallocated: {} in {}{}\n", FormatBytes(s.free_in_regions), Count(s.holes, "free hole"),
+               s.holes == 0 ? std::string() : fmt::format(", the largest {}", FormatBytes(s.largest_hole)));
+    if (pytorch) {
+      fmt::print("  {} in {} with nothing allocated: what torch.cuda.empty_cache() would return\n",
+                 FormatBytes(s.empty_region_bytes), Count(s.empty_regions, "segment"));
+      fmt::print("  {} in {} inside segments in use ({}): what "
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True could unmap\n",
+                 FormatBytes(s.free_page_bytes), Count(s.free_pages, "free whole page"), PageSizes(s));
+    } else {
+      fmt::print("  {} in {} with nothing allocated{}\n", FormatBytes(s.empty_region_bytes),
+                 Count(s.empty_regions, region), IsTensorflow(header) ? " (TensorFlow's BFC allocator keeps its regions until the process ends)" : "");
+      fmt::print("  {} in {} ({}) inside {}s in use: what a paging allocator could unmap\n",
+                 FormatBytes(s.free_page_bytes), Count(s.free_pages, "free whole page"), PageSizes(s), region);
+    }
+  }
+  if (!s.missing.empty()) {
+    fmt::print("  incomplete: {}{}\n", s.missing,
+               s.in_use_from_summary && !s.layout_complete ? "; its own counts are taken as the truth" : "");
+  }
+}
+
+}  // namespace
+
+void PrintStateText(const ReportView& view) {
+  const traces::TraceHeader& header = *view.header;
+  fmt::print("kind       state: one moment, not a history (no overhead, minimal limit or replay: they need time)\n\n");
+  for (const analysis::StateFindings& s : view.states) PrintOne(header, s);
+}
+
+nlohmann::json StateJson(const analysis::StateFindings& s) {
+  const auto optional = [](const std::optional<std::uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  nlohmann::json out = {{"moment", s.moment},
+                        {"in_use", optional(s.in_use)},
+                        {"reserved", optional(s.reserved)},
+                        {"limit", optional(s.limit)},
+                        {"max_in_use", optional(s.max_in_use)},
+                        {"largest_free", optional(s.largest_free)},
+                        {"regions", s.regions},
+                        {"chunks", s.chunks},
+                        {"free_in_regions", s.free_in_regions},
+                        {"holes", s.holes},
+                        {"largest_hole", s.largest_hole},
+                        {"empty_regions", s.empty_regions},
+                        {"empty_region_bytes", s.empty_region_bytes},
+                        {"free_pages", s.free_pages},
+                        {"free_page_bytes", s.free_page_bytes},
+                        {"page_bytes_small", s.page_bytes_small},
+                        {"page_bytes_large", s.page_bytes_large},
+                        {"small_region_bytes", s.small_region_bytes},
+                        {"layout_complete", s.layout_complete}};
+  if (!s.missing.empty()) out["missing"] = s.missing;
+  return out;
+}
+
+}  // namespace fragscope::cli

@@ -1,0 +1,21 @@
+#include "fragscope/traces/trace_header.hpp"
+
+namespace fragscope::traces {
+
+std::string_view ToString(EvidenceKind kind) {
+  switch (kind) {
+    case EvidenceKind::kHistory: return "history";
+    case EvidenceKind::kState: return "state";
+    case EvidenceKind::kMessage: return "message";
+  }
+  return "history";
+}
+
+std::optional<EvidenceKind> ParseEvidenceKind(std::string_view text) {
+  for (EvidenceKind kind : {EvidenceKind::kHistory, EvidenceKind::kState, EvidenceKind::kMessage}) {
+    if (ToString(kind) == text) return kind;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fragscope::traces
