@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "fragscope/analysis/diagnosis.hpp"
 #include "fragscope/evidence/readers.hpp"
+#include "report_message.hpp"
 #include "report_view.hpp"
 
 namespace fragscope::cli {
@@ -24,6 +25,8 @@ struct ReportOptions {
 
 int RunReport(const ReportOptions& options) {
   auto input = evidence::EvidenceInput::Open(options.trace);
+  // Error messages have numbers, no events: each is explained on its own (report_message.cpp).
+  if (!input->messages().empty()) return RunMessageReport(options.trace, *input, options.json, options.device);
   std::unique_ptr<analysis::AnalysisContext> context;
   {
     ProgressBar reading("reading", input->bytes_total());

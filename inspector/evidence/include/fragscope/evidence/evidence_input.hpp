@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fragscope/traces/event.hpp"
+#include "fragscope/traces/oom_message.hpp"
 #include "fragscope/traces/read_limits.hpp"
 #include "fragscope/traces/trace_header.hpp"
 #include "fragscope/traces/trace_reader.hpp"
@@ -68,6 +69,12 @@ class EvidenceInput {
   // innermost first; per event index, 0 = none, else index + 1 into stacks(). Empty otherwise.
   virtual const std::vector<std::string>& stacks() const { return kNoStacks; }
   virtual const std::vector<std::uint32_t>& event_stacks() const { return kNoEventStacks; }
+  // The out-of-memory error messages the input holds (evidence of the "message" kind, which has no
+  // events); empty for every other reader.
+  virtual const std::vector<traces::OomMessage>& messages() const {
+    static const std::vector<traces::OomMessage> kNone;
+    return kNone;
+  }
 
   // The name in messages: the path, or "<stdin>".
   const std::string& path() const { return path_; }

@@ -1,0 +1,69 @@
+// Out-of-memory error messages (PyTorch, JAX / XLA, TensorFlow, CUDA libraries) found anywhere in
+// log text or a paste, read whole by traces::FindOomMessages (docs/importers.md, "Out-of-memory
+// error messages"). Evidence of the "message" kind: numbers, no events; EvidenceInput::messages()
+// hands them out. Asked after every other reader: a TensorFlow BFC dump log also holds OOM lines
+// and is the TensorFlow reader's.
+#include <fmt/format.h>
+
+#include "fragscope/evidence/readers.hpp"
+#include "fragscope/traces/oom_message.hpp"
+
+namespace fragscope::evidence::readers {
+namespace {
+
+// More messages than anyone reads: the rest are counted in a warning.
+constexpr std::size_t kMaxMessages = 1000;
+
+class MessageInput final : public EvidenceInput {
+ public:
+  MessageInput(std::vector<traces::OomMessage> messages, std::vector<std::string> warnings, std::uint64_t bytes)
+      : messages_(std::move(messages)), warnings_(std::move(warnings)), bytes_(bytes) {
+    header_.source_format = "oom-message";
+    header_.metadata.emplace_back("evidence", "message");
+  }
+  const traces::TraceHeader& header() const override { return header_; }
+  const std::vector<std::string>& tags() const override { return tags_; }
+  const std::vector<std::string>& warnings() const override { return warnings_; }
+  std::uint64_t bytes_total() const override { return bytes_; }
+  std::uint64_t bytes_done() const override { return bytes_; }
+  const std::vector<traces::OomMessage>& messages() const override { return messages_; }
+
+ protected:
+  bool ReadBlock(std::vector<traces::Event>*) override { return false; }  // a message has no events
+
+ private:
+  traces::TraceHeader header_;
+  std::vector<std::string> tags_;
+  std::vector<traces::OomMessage> messages_;
+  std::vector<std::string> warnings_;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace
+
+Reader OomMessageReader() {
+  return {
+      .name = "OOM error message",
+      .description = "out-of-memory error message (PyTorch, JAX / XLA, TensorFlow, CUDA; anywhere in log text)",
+      .sniff = [](std::string_view head) { return traces::LooksLikeOomMessage(head); },
+      .open = [](const Source& source, const traces::ReadLimits&) -> std::unique_ptr<EvidenceInput> {
+        const std::string_view text = source.bytes();
+        std::vector<traces::OomMessage> messages = traces::FindOomMessages(text);
+        if (messages.empty()) {
+          throw traces::TraceError(source.name(), 0, "no out-of-memory error message found");
+        }
+        std::vector<std::string> warnings;
+        for (const traces::OomMessage& m : messages) {
+          for (const std::string& problem : m.problems) warnings.push_back(fmt::format("{}: {}", source.name(), problem));
+        }
+        if (messages.size() > kMaxMessages) {
+          warnings.push_back(fmt::format("{}: {} out-of-memory messages; the first {} are reported", source.name(),
+                                         messages.size(), kMaxMessages));
+          messages.resize(kMaxMessages);
+        }
+        return std::make_unique<MessageInput>(std::move(messages), std::move(warnings), text.size());
+      },
+  };
+}
+
+}  // namespace fragscope::evidence::readers
