@@ -112,20 +112,21 @@ std::string OomReport::Summary() const {
 std::string OomReport::Describe() const {
   const traces::OomRecord& n = numbers;
   std::string out = Summary() + "\n";
-  auto row = [&out](std::string_view name, std::uint64_t bytes) {
-    out += fmt::format("  {:<18} {:>14}\n", name, FormatBytes(bytes));
+  // A number the evidence did not give is left out, never printed as 0 (OomRecord::present).
+  auto row = [&out, &n](std::string_view name, traces::OomField field, std::uint64_t bytes) {
+    if (n.Has(field)) out += fmt::format("  {:<18} {:>14}\n", name, FormatBytes(bytes));
   };
-  row("request", n.request);
-  row("rounded", n.rounded);
-  row("limit", n.limit);
-  row("reserved", n.reserved);
-  row("in use", n.in_use);
-  row("live requested", n.live_requested);
-  row("free in regions", n.free_in_regions);
-  row("largest free", n.largest_free);
-  row("headroom", n.headroom);
-  out += fmt::format("  {:<18} {:>14}\n", "chunks", n.chunk_count);
-  out += fmt::format("  {:<18} {:>14}\n", "regions", n.region_count);
+  row("request", traces::kOomRequest, n.request);
+  row("rounded", traces::kOomRounded, n.rounded);
+  row("limit", traces::kOomLimit, n.limit);
+  row("reserved", traces::kOomReserved, n.reserved);
+  row("in use", traces::kOomInUse, n.in_use);
+  row("live requested", traces::kOomLiveRequested, n.live_requested);
+  row("free in regions", traces::kOomFreeInRegions, n.free_in_regions);
+  row("largest free", traces::kOomLargestFree, n.largest_free);
+  row("headroom", traces::kOomHeadroom, n.headroom);
+  if (n.Has(traces::kOomChunkCount)) out += fmt::format("  {:<18} {:>14}\n", "chunks", n.chunk_count);
+  if (n.Has(traces::kOomRegionCount)) out += fmt::format("  {:<18} {:>14}\n", "regions", n.region_count);
   if (gc_ran) out += fmt::format("  gc ran and released {}\n", FormatBytes(gc_released));
   out += "  suggestion: " + suggestion + "\n";
   return out;
@@ -133,18 +134,22 @@ std::string OomReport::Describe() const {
 
 std::string ToJson(const OomReport& r) {
   const traces::OomRecord& n = r.numbers;
+  // Every key is always there; a number the evidence did not give is null (OomRecord::present).
+  auto number = [&n](traces::OomField field, std::uint64_t value) {
+    return n.Has(field) ? nlohmann::json(value) : nlohmann::json(nullptr);
+  };
   return nlohmann::json{{"device", r.device},
-                        {"request", n.request},
-                        {"rounded", n.rounded},
-                        {"limit", n.limit},
-                        {"reserved", n.reserved},
-                        {"in_use", n.in_use},
-                        {"live_requested", n.live_requested},
-                        {"free_in_regions", n.free_in_regions},
-                        {"largest_free", n.largest_free},
-                        {"headroom", n.headroom},
-                        {"chunk_count", n.chunk_count},
-                        {"region_count", n.region_count},
+                        {"request", number(traces::kOomRequest, n.request)},
+                        {"rounded", number(traces::kOomRounded, n.rounded)},
+                        {"limit", number(traces::kOomLimit, n.limit)},
+                        {"reserved", number(traces::kOomReserved, n.reserved)},
+                        {"in_use", number(traces::kOomInUse, n.in_use)},
+                        {"live_requested", number(traces::kOomLiveRequested, n.live_requested)},
+                        {"free_in_regions", number(traces::kOomFreeInRegions, n.free_in_regions)},
+                        {"largest_free", number(traces::kOomLargestFree, n.largest_free)},
+                        {"headroom", number(traces::kOomHeadroom, n.headroom)},
+                        {"chunk_count", number(traces::kOomChunkCount, n.chunk_count)},
+                        {"region_count", number(traces::kOomRegionCount, n.region_count)},
                         {"cause", traces::ToString(n.cause)},
                         {"explanation", r.explanation},
                         {"suggestion", r.suggestion}}

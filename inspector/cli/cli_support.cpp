@@ -106,11 +106,21 @@ nlohmann::json DeviceJson(const analysis::DeviceMetrics& m,
           {"ooms", list}};
 }
 
+// A number of an OOM as text, or "-" when the evidence did not give it (OomRecord::present).
+std::string OomBytes(const traces::OomRecord& n, traces::OomField field, std::uint64_t bytes) {
+  return n.Has(field) ? FormatBytes(bytes) : "-";
+}
+
 std::string DescribeOom(const analysis::OomDiagnosis& oom) {
   const traces::OomRecord& n = oom.report.numbers;
-  std::string out = fmt::format("  OOM at event {} (seq {}), device {}: {} of {} requested\n",
-                                oom.event_index, oom.seq, oom.report.device,
-                                FormatBytes(n.rounded), FormatBytes(n.request));
+  std::string out = fmt::format("  OOM at event {} (seq {}), device {}: ", oom.event_index, oom.seq, oom.report.device);
+  if (n.Has(traces::kOomRounded) && n.Has(traces::kOomRequest)) {
+    out += fmt::format("{} of {} requested\n", FormatBytes(n.rounded), FormatBytes(n.request));
+  } else if (n.Has(traces::kOomRequest)) {
+    out += fmt::format("{} requested\n", FormatBytes(n.request));
+  } else {
+    out += "request unknown\n";
+  }
   out += fmt::format("    cause: {}: {}\n", traces::ToString(n.cause), oom.report.explanation);
   if (!oom.nearest_holes.empty()) {
     std::string holes;
@@ -137,8 +147,10 @@ std::string DescribeOoms(const std::vector<analysis::OomDiagnosis>& ooms, std::s
   for (std::size_t i = 0; i < ooms.size() && i < max_rows; ++i) {
     const traces::OomRecord& n = ooms[i].report.numbers;
     rows.push_back({fmt::format("  {}", ooms[i].event_index), std::to_string(ooms[i].report.device),
-                    FormatBytes(n.rounded), std::string(traces::ToString(n.cause)),
-                    FormatBytes(n.largest_free), FormatBytes(n.free_in_regions), FormatBytes(n.headroom)});
+                    OomBytes(n, traces::kOomRounded, n.rounded), std::string(traces::ToString(n.cause)),
+                    OomBytes(n, traces::kOomLargestFree, n.largest_free),
+                    OomBytes(n, traces::kOomFreeInRegions, n.free_in_regions),
+                    OomBytes(n, traces::kOomHeadroom, n.headroom)});
   }
   out += fmt::format("\n{}", FormatTable(rows));
   if (ooms.size() > max_rows) out += fmt::format("  ... {} more (--json lists every one)\n", ooms.size() - max_rows);

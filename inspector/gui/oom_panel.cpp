@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -54,11 +56,23 @@ void OomPanel::Draw(const Document& document, Selection& selection) {
   } else {
     ImGui::TextDisabled("Minimal limit: computing by replay...");
   }
-  ImGui::TextWrapped("request %s (rounded %s), limit %s, reserved %s, in use %s",
-              FormatBytes(n.request).c_str(), FormatBytes(n.rounded).c_str(), FormatBytes(n.limit).c_str(),
-              FormatBytes(n.reserved).c_str(), FormatBytes(n.in_use).c_str());
-  ImGui::TextWrapped("free in regions %s, largest free %s, headroom %s",
-              FormatBytes(n.free_in_regions).c_str(), FormatBytes(n.largest_free).c_str(), FormatBytes(n.headroom).c_str());
+  // Only the numbers the evidence gave (OomRecord::present): an unknown limit is no "limit 0 B".
+  std::string numbers;
+  const std::pair<const char*, std::pair<traces::OomField, std::uint64_t>> rows[] = {
+      {"request", {traces::kOomRequest, n.request}},
+      {"rounded", {traces::kOomRounded, n.rounded}},
+      {"limit", {traces::kOomLimit, n.limit}},
+      {"reserved", {traces::kOomReserved, n.reserved}},
+      {"in use", {traces::kOomInUse, n.in_use}},
+      {"free in regions", {traces::kOomFreeInRegions, n.free_in_regions}},
+      {"largest free", {traces::kOomLargestFree, n.largest_free}},
+      {"headroom", {traces::kOomHeadroom, n.headroom}}};
+  for (const auto& [name, number] : rows) {
+    if (!n.Has(number.first)) continue;
+    if (!numbers.empty()) numbers += ", ";
+    numbers += std::string(name) + " " + FormatBytes(number.second);
+  }
+  ImGui::TextWrapped("%s", numbers.c_str());
 
   // The request against the holes nearest in size: does any come close?
   ImGui::Separator();

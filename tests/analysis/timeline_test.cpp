@@ -205,9 +205,9 @@ std::map<std::uint32_t, std::vector<Values>> BruteSeries(const std::vector<Event
       v[0] -= it->second.first;
       v[2] -= it->second.second;
       live.erase(it);
-    } else if (e.type == EventType::kRegionReserve) {
-      v[1] += e.size;
-    } else if (e.type == EventType::kRegionRelease) {
+    } else if (e.type == EventType::kRegionReserve || e.type == EventType::kMap) {
+      v[1] += e.size;  // mapped pages are reserved memory, as regions are
+    } else if (e.type == EventType::kRegionRelease || e.type == EventType::kUnmap) {
       v[1] -= e.size;
     }
     for (auto& [device, series] : out) series.push_back(now[device]);
@@ -387,35 +387,6 @@ TEST(Timeline, HandBuiltTraceWithMarkersTagsAndHoles) {
   EXPECT_EQ(st.regions[0].holes[0].size, 0x400u);
   EXPECT_EQ(model->ValueAt(0, Series::kLoad, 4), 1000u);
   for (std::uint64_t i = 0; i < events.size(); ++i) EXPECT_EQ(model->event(i).address, events[i].address);
-}
-
-TEST(Timeline, ExpandableGrowthMergesAdjacentRangesButSeparateRegionsStaySeparate) {
-  constexpr std::uint64_t base = 0x100000000;
-  std::vector<Event> events = Numbered({
-      Ev(EventType::kRegionReserve, base, 2 * kMiB),
-      Ev(EventType::kAlloc, base, kMiB, kMiB),
-      Ev(EventType::kRegionReserve, base + 2 * kMiB, 2 * kMiB),   // grows the region
-      Ev(EventType::kAlloc, base + kMiB, 2 * kMiB, 2 * kMiB),     // spans the old end
-      Ev(EventType::kRegionReserve, base + 4 * kMiB, 2 * kMiB),   // a region of its own
-      Ev(EventType::kAlloc, base + 4 * kMiB, kMiB, kMiB),
-      Ev(EventType::kFree, base + kMiB, 2 * kMiB, 2 * kMiB),
-      Ev(EventType::kRegionRelease, base + 2 * kMiB, 2 * kMiB),   // shrinks the first region
-  });
-  for (int i : {1, 3, 6}) events[i].region = base;
-  events[5].region = base + 4 * kMiB;
-  const auto model = BuildModel(events, 3);
-  MemoryState st = model->StateAt(0, 5);
-  ASSERT_EQ(st.regions.size(), 2u);
-  EXPECT_EQ(st.regions[0].size, 4 * kMiB);
-  EXPECT_EQ(st.regions[0].chunks.size(), 2u);
-  EXPECT_EQ(st.regions[0].holes.size(), 1u);
-  EXPECT_EQ(st.regions[1].address, base + 4 * kMiB);
-  st = model->StateAt(0, 7);
-  ASSERT_EQ(st.regions.size(), 2u);
-  EXPECT_EQ(st.regions[0].size, 2 * kMiB);
-  EXPECT_EQ(st.regions[0].holes.size(), 1u);
-  EXPECT_EQ(st.reserved, 4 * kMiB);
-  EXPECT_TRUE(model->warnings().empty());
 }
 
 TEST(Timeline, RecordedOomKeepsItsCauseAndListsTheNearestHoles) {

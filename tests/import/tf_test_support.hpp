@@ -24,6 +24,11 @@ inline Counts Count(const Trace& t) {
       case EventType::kRegionRelease: ++c.release; break;
       case EventType::kOom: ++c.oom; break;
       case EventType::kMarker: ++c.marker; break;
+      // TensorFlow's BFC has no paging regions: a TF import never yields these.
+      case EventType::kAddressReserve:
+      case EventType::kAddressRelease:
+      case EventType::kMap:
+      case EventType::kUnmap: ADD_FAILURE() << "paging event in a TensorFlow import"; break;
     }
   }
   return c;

@@ -105,7 +105,7 @@ TEST(Format, FileHeaderBytes) {
   const std::string json =
       R"({"producer":"p","source_format":"","alloc_conf":"","devices":[],"created_unix_ns":0,"metadata":[]})";
   ASSERT_GE(bytes.size(), 16 + json.size() + 4 + 48);
-  const std::uint8_t magic[] = {0x89, 'F', 'S', 'T', 0x0D, 0x0A, 0x1A, 0x0A, 1, 0, 0, 0};
+  const std::uint8_t magic[] = {0x89, 'F', 'S', 'T', 0x0D, 0x0A, 0x1A, 0x0A, 1, 0, 1, 0};  // version 1.1
   EXPECT_TRUE(std::equal(std::begin(magic), std::end(magic), bytes.begin()));
   EXPECT_EQ(detail::LoadLe32(bytes.data() + 12), json.size());
   EXPECT_EQ(std::string(bytes.begin() + 16, bytes.begin() + 16 + static_cast<std::ptrdiff_t>(json.size())), json);
@@ -174,7 +174,8 @@ std::vector<std::vector<std::uint8_t>> MarkerColumns(std::uint8_t kind = 6) {
 TEST(Format, LaterMinorVersionAdditionsAreSkipped) {
   // Longer block headers and extra columns are what a 1.x writer may add; a 1.0 reader reads on.
   auto columns = MarkerColumns();
-  columns.push_back({1, 2, 3, 4, 5});  // a 16th column
+  columns.push_back({});               // the 16th: oom presence (1.1), empty without ooms
+  columns.push_back({1, 2, 3, 4, 5});  // a 17th column
   const auto bytes = HandFile({HandBlock(columns, {"x"}, 1, 0, 24), HandBlock(MarkerColumns(), {"x"}, 1)});
   TraceReader reader(bytes, "later.fst");
   std::vector<Event> events;

@@ -200,7 +200,7 @@ TEST(RoundTrip, UnknownEventTypesAreSkippedWithAWarning) {
   TempDir dir;
   Trace trace = testing::RandomTrace(9, 100, true);
   trace.events[10].type = static_cast<EventType>(0);
-  trace.events[20].type = static_cast<EventType>(9);
+  trace.events[20].type = static_cast<EventType>(13);  // 11-15: unknown to format 1.1
   trace.events[30].type = static_cast<EventType>(200);
   const std::string path = dir.File("unknown.fst");
   WriteTrace(trace, path);

@@ -26,13 +26,18 @@ std::uint32_t NativeFields(EventType type) {
       return kExtraStream | kExtraSize | kExtraRounded | kExtraTag;
     case EventType::kMarker:
       return kExtraTag;
+    case EventType::kAddressReserve:
+    case EventType::kAddressRelease:
+    case EventType::kMap:
+    case EventType::kUnmap:
+      // The types of 1.1 have no columns of their own: address and size go in the extra column,
+      // which a 1.0 reader decodes for types it does not know (4.8) and then drops the event.
+      return 0;
   }
   return 0;
 }
 
-bool KnownType(std::uint8_t type) {
-  return type >= static_cast<std::uint8_t>(EventType::kAlloc) && type <= static_cast<std::uint8_t>(EventType::kMarker);
-}
+bool KnownType(std::uint8_t type) { return type != 0 && IsKnownEventType(static_cast<EventType>(type)); }
 
 }  // namespace
 
@@ -70,6 +75,8 @@ void BlockEncoder::BeginBlock() {
   table_bytes_ = 0;
   devices_.clear();
   cached_state_ = nullptr;
+  block_ooms_ = 0;
+  oom_absent_started_ = false;
 }
 
 void BlockEncoder::AddName(TagId id) {
@@ -219,11 +226,25 @@ void BlockEncoder::EncodeEvent(const Batch& batch, std::size_t index, std::size_
         c.PutVarint(v);
       }
       c.PutVarint(static_cast<std::uint8_t>(oom.cause));
+      // One entry per oom once any oom of the block lacks a number; until then the column stays
+      // empty (all present), so blocks of fragscope's own allocators carry no bytes for it.
+      const std::uint64_t absent = ~std::uint64_t{oom.present} & kOomAllFields;
+      if (absent != 0 && !oom_absent_started_) {
+        for (std::size_t k = 0; k < block_ooms_; ++k) columns_[kColOomAbsent].PutVarint(0);
+        oom_absent_started_ = true;
+      }
+      if (oom_absent_started_) columns_[kColOomAbsent].PutVarint(absent);
+      ++block_ooms_;
       break;
     }
     case EventType::kMarker:
       columns_[kColTag].PutVarint(LocalTag(e.tag));
       break;
+    case EventType::kAddressReserve:
+    case EventType::kAddressRelease:
+    case EventType::kMap:
+    case EventType::kUnmap:
+      break;  // address and size are extras (NativeFields); the cursor is left alone, as a 1.0 reader does
   }
 
   if (extras != 0) {
@@ -434,6 +455,8 @@ void BlockDecoder::Decode(const BlockHeader& header, TagDictionary* tags, std::v
     return static_cast<TagId>(local);  // mapped to dictionary ids once the block decoded
   };
 
+  // The 1.1 presence column: empty (or missing, in a 1.0 file) when every oom has all numbers.
+  const bool ooms_with_absent = !col[kColOomAbsent].empty();
   const std::size_t base = out->size();
   std::uint64_t seq = header.first_seq - 1;
   std::uint64_t time = header.first_time_ns;
@@ -512,11 +535,22 @@ void BlockDecoder::Decode(const BlockHeader& header, TagDictionary* tags, std::v
           const std::uint64_t cause = c.Varint("oom cause");
           if (cause > 0xFF) throw DecodeError{"oom cause out of range"};
           oom.cause = static_cast<OomCause>(cause);
+          // Bits of fields a later version may add are ignored: they name no number of this record.
+          if (!col[kColOomAbsent].empty()) {
+            oom.present = static_cast<std::uint16_t>(~col[kColOomAbsent].Varint("oom absent fields") & kOomAllFields);
+          } else if (ooms_with_absent) {
+            throw DecodeError{"oom presence column shorter than the block's oom events"};
+          }
           break;
         }
         case EventType::kMarker:
           e.tag = local_tag(col[kColTag].Varint("tag"));
           break;
+        case EventType::kAddressReserve:
+        case EventType::kAddressRelease:
+        case EventType::kMap:
+        case EventType::kUnmap:
+          break;  // address and size come from the extra column, as the writer put them (NativeFields)
       }
 
       if (kind & kKindExtras) {

@@ -126,6 +126,8 @@ class BlockEncoder {
   std::unordered_map<std::uint32_t, DeviceState> devices_;
   std::uint32_t cached_device_ = 0;
   DeviceState* cached_state_ = nullptr;
+  std::size_t block_ooms_ = 0;         // oom events encoded in the current block
+  bool oom_absent_started_ = false;   // the presence column holds an entry per oom of this block
   std::vector<MatchEntry> matches_;
   std::size_t match_mask_ = 0;
 };

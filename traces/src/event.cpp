@@ -14,8 +14,16 @@ std::string_view ToString(EventType type) {
     case EventType::kRegionRelease: return "region_release";
     case EventType::kOom: return "oom";
     case EventType::kMarker: return "marker";
+    case EventType::kAddressReserve: return "address_reserve";
+    case EventType::kAddressRelease: return "address_release";
+    case EventType::kMap: return "map";
+    case EventType::kUnmap: return "unmap";
   }
   return "unknown";
+}
+
+bool IsKnownEventType(EventType type) {
+  return type >= EventType::kAlloc && type <= kLastEventType;
 }
 
 std::string_view ToString(OomCause cause) {
@@ -32,6 +40,11 @@ std::string_view ToString(OomCause cause) {
 bool IsKnownCause(OomCause cause) { return !ToString(cause).empty(); }
 
 OomCause ClassifyOom(const OomRecord& n, bool backing_refused) {
+  // A request no device can hold is too large whatever else the evidence lacks.
+  if (n.Has(kOomRounded) && !IsRepresentableSize(n.rounded)) return OomCause::kRequestTooLarge;
+  // Without the limit, the request or the live bytes, capacity and fragmentation cannot be told
+  // apart: an absent number is not a 0.
+  if (!n.Has(kOomRounded | kOomLimit | kOomInUse)) return OomCause::kUnknown;
   if (n.rounded > n.limit) return OomCause::kRequestTooLarge;
   // rounded <= limit here, so limit - rounded cannot wrap (in_use + rounded could, on evidence).
   if (n.in_use > n.limit - n.rounded) return OomCause::kCapacity;
@@ -47,6 +60,10 @@ const char* EventSizeProblem(const Event& e) {
     case EventType::kFree:
     case EventType::kRegionReserve:
     case EventType::kRegionRelease:
+    case EventType::kAddressReserve:
+    case EventType::kAddressRelease:
+    case EventType::kMap:
+    case EventType::kUnmap:
       break;
     default:
       return nullptr;

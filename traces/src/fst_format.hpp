@@ -1,4 +1,4 @@
-// Constants and fixed layouts of the .fst trace format, version 1.0. docs/trace-format.md is the
+// Constants and fixed layouts of the .fst trace format, version 1.1. docs/trace-format.md is the
 // specification; this file and it must agree. Internal to traces/src.
 #pragma once
 
@@ -9,7 +9,7 @@
 namespace fragscope::traces::detail {
 
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 0;
+inline constexpr std::uint16_t kFormatMinor = 1;
 
 // File header: magic (8), major (u16), minor (u16), header length (u32), header JSON, CRC-32C (u32)
 // of every byte before it.
@@ -71,6 +71,9 @@ enum Column : std::size_t {
   kColRef,
   kColOom,
   kColExtra,
+  // 1.1: per oom event, a varint of the OomField bits its numbers lack (traces/oom.hpp). An empty
+  // or missing column (every 1.0 file) means every oom of the block has all its numbers.
+  kColOomAbsent,
   kColumnCount,
 };
 

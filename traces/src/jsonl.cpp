@@ -38,15 +38,28 @@ unsigned TypeFields(EventType type) {
     case EventType::kAlloc: return kStream | kAddress | kSize | kRounded | kRegion | kTag | kThread | kAllocId;
     case EventType::kFree: return kAddress | kSize | kRounded | kAllocId;
     case EventType::kRegionReserve:
-    case EventType::kRegionRelease: return kAddress | kSize;
+    case EventType::kRegionRelease:
+    case EventType::kAddressReserve:
+    case EventType::kAddressRelease:
+    case EventType::kMap:
+    case EventType::kUnmap: return kAddress | kSize;
     case EventType::kOom: return kStream | kTag;
     case EventType::kMarker: return kTag;
   }
   return 0;
 }
 
-bool KnownType(EventType type) {
-  return type >= EventType::kAlloc && type <= EventType::kMarker;
+bool KnownType(EventType type) { return IsKnownEventType(type); }
+
+// The oom numbers, in record order (OomField bit i is entry i); an absent one is written as null.
+constexpr std::string_view kOomFieldNames[] = {"request",      "rounded",        "limit",           "reserved",
+                                               "in_use",       "live_requested", "free_in_regions", "largest_free",
+                                               "headroom",     "chunk_count",    "region_count"};
+std::uint64_t* OomFieldAt(OomRecord& o, std::size_t i) {
+  std::uint64_t* fields[] = {&o.request,      &o.rounded,        &o.limit,           &o.reserved,
+                             &o.in_use,       &o.live_requested, &o.free_in_regions, &o.largest_free,
+                             &o.headroom,     &o.chunk_count,    &o.region_count};
+  return fields[i];
 }
 
 class LineWriter {
@@ -94,12 +107,15 @@ class LineWriter {
     if (present & kThread) fmt::format_to(it, R"(,"thread":{})", e.thread);
     if (present & kAllocId) fmt::format_to(it, R"(,"alloc_id":{})", e.alloc_id);
     if (e.type == EventType::kOom) {
-      const OomRecord& o = e.oom;
-      fmt::format_to(it,
-                     R"(,"oom":{{"request":{},"rounded":{},"limit":{},"reserved":{},"in_use":{},"live_requested":{},)"
-                     R"("free_in_regions":{},"largest_free":{},"headroom":{},"chunk_count":{},"region_count":{},)",
-                     o.request, o.rounded, o.limit, o.reserved, o.in_use, o.live_requested, o.free_in_regions,
-                     o.largest_free, o.headroom, o.chunk_count, o.region_count);
+      OomRecord o = e.oom;
+      buffer_.append(std::string_view(R"(,"oom":{)"));
+      for (std::size_t i = 0; i < std::size(kOomFieldNames); ++i) {
+        if (o.Has(static_cast<std::uint16_t>(1u << i))) {
+          fmt::format_to(it, R"("{}":{},)", kOomFieldNames[i], *OomFieldAt(o, i));
+        } else {
+          fmt::format_to(it, R"("{}":null,)", kOomFieldNames[i]);
+        }
+      }
       const std::string_view cause = ToString(o.cause);
       if (cause.empty()) {  // a value this version has no name for: kept as its number
         fmt::format_to(it, R"("cause":{}}})", static_cast<unsigned>(o.cause));
@@ -149,14 +165,13 @@ std::uint64_t Unsigned(const json& value, std::string_view key, std::uint64_t ma
 EventType ParseType(const json& value) {
   if (value.is_string()) {
     const std::string& name = value.get_ref<const std::string&>();
-    for (EventType type : {EventType::kAlloc, EventType::kFree, EventType::kRegionReserve, EventType::kRegionRelease,
-                           EventType::kOom, EventType::kMarker}) {
-      if (name == ToString(type)) return type;
+    for (auto t = static_cast<unsigned>(EventType::kAlloc); t <= static_cast<unsigned>(kLastEventType); ++t) {
+      if (name == ToString(static_cast<EventType>(t))) return static_cast<EventType>(t);
     }
   }
   throw std::runtime_error(fmt::format(
       "unknown event type {}; valid types: header (first line only), alloc, free, region_reserve, region_release, "
-      "oom, marker",
+      "oom, marker, address_reserve, address_release, map, unmap",
       value.dump()));
 }
 
@@ -178,20 +193,18 @@ OomRecord ParseOom(const json& in) {
   if (!in.is_object()) throw std::runtime_error("\"oom\" must be an object");
   OomRecord oom;
   for (const auto& [key, value] : in.items()) {
-    std::uint64_t* field = key == "request"           ? &oom.request
-                           : key == "rounded"         ? &oom.rounded
-                           : key == "limit"           ? &oom.limit
-                           : key == "reserved"        ? &oom.reserved
-                           : key == "in_use"          ? &oom.in_use
-                           : key == "live_requested"  ? &oom.live_requested
-                           : key == "free_in_regions" ? &oom.free_in_regions
-                           : key == "largest_free"    ? &oom.largest_free
-                           : key == "headroom"        ? &oom.headroom
-                           : key == "chunk_count"     ? &oom.chunk_count
-                           : key == "region_count"    ? &oom.region_count
-                                                      : nullptr;
-    if (field != nullptr) {
-      *field = Unsigned(value, key, UINT64_MAX);
+    std::size_t index = std::size(kOomFieldNames);
+    for (std::size_t i = 0; i < std::size(kOomFieldNames); ++i) {
+      if (key == kOomFieldNames[i]) index = i;
+    }
+    if (index < std::size(kOomFieldNames)) {
+      const auto bit = static_cast<std::uint16_t>(1u << index);
+      if (value.is_null()) {  // the evidence did not give this number (oom.hpp, OomField)
+        oom.present = static_cast<std::uint16_t>(oom.present & ~bit);
+        *OomFieldAt(oom, index) = 0;
+      } else {
+        *OomFieldAt(oom, index) = Unsigned(value, key, UINT64_MAX);
+      }
     } else if (key == "cause") {
       oom.cause = ParseCause(value);
     } else {

@@ -180,15 +180,22 @@ void AllocationSequenceBuilder::Add(const std::vector<traces::Event>& block) {
       }
       case EventType::kOom: {
         devices.Add(event.device);
-        const std::uint64_t request = event.oom.request != 0 ? event.oom.request : event.size;
+        const std::uint64_t request =
+            event.oom.Has(traces::kOomRequest) && event.oom.request != 0 ? event.oom.request : event.size;
         push(AllocationOp{request, event.seq, AllocationOp::kNoAllocation, event.device,
                           event.tag, false},
              event.time_ns);
         ++sequence.recorded_ooms;
         break;
       }
+      // Where memory came from is the replayed policy's business, not the sequence's: regions,
+      // address ranges and mapped pages are left out alike.
       case EventType::kRegionReserve:
       case EventType::kRegionRelease:
+      case EventType::kAddressReserve:
+      case EventType::kAddressRelease:
+      case EventType::kMap:
+      case EventType::kUnmap:
       case EventType::kMarker:
         break;
     }

@@ -91,7 +91,8 @@ namespace {
 // What an OOM of unknown cause does say: the request, and what the evidence lacks.
 std::string UnknownCauseExplanation(const traces::OomRecord& numbers) {
   const std::string request = traces::FormatBytes(numbers.rounded != 0 ? numbers.rounded : numbers.request);
-  if (numbers.in_use == 0 && numbers.reserved == 0) {
+  if ((!numbers.Has(traces::kOomInUse) || numbers.in_use == 0) &&
+      (!numbers.Has(traces::kOomReserved) || numbers.reserved == 0)) {
     return fmt::format("a request of {} failed; the evidence keeps no limit and no state of the "
                        "memory (only the request survived), so capacity and fragmentation cannot be "
                        "told apart",
@@ -100,7 +101,7 @@ std::string UnknownCauseExplanation(const traces::OomRecord& numbers) {
   return fmt::format("a request of {} failed with {} in use; the evidence gives {}, so capacity and "
                      "fragmentation cannot be told apart",
                      request, traces::FormatBytes(numbers.in_use),
-                     numbers.limit == 0 ? "no limit" : "no free space");
+                     !numbers.Has(traces::kOomLimit) || numbers.limit == 0 ? "no limit" : "no free space");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The timeline model's second pass: over the stored events, in order, it evolves each device's
-// state (regions, live chunks), decides what applies and what is skipped with a warning (flags in
+// state (regions, address ranges, mapped pages, live chunks), decides what applies and what is skipped with a warning (flags in
 // the records, so StateAt's replay needs no checks), and writes the series pyramid, the keyframes,
 // the peaks, the markers and the warnings.
 #include <algorithm>
@@ -25,6 +25,13 @@ enum Warn : std::size_t {
   kEmptyReserve,
   kUnknownType,
   kAllocWraps,
+  kEmptyRange,
+  kSpaceOverlap,
+  kSpaceRelease,
+  kMapOverlap,
+  kMapOutside,
+  kUnmapLive,
+  kUnmapUnmapped,
   kWarnKinds,
 };
 
@@ -36,7 +43,8 @@ struct WarnCount {
 
 struct DeviceBuild {
   PersistentMap live;
-  RegionMap regions;
+  RegionMap regions;   // memory: regions and the mapped pieces of address ranges
+  RegionMap spaces;    // address ranges reserved with address_reserve (no memory by themselves)
   std::uint64_t value[3] = {0, 0, 0};
   std::uint64_t min[3] = {0, 0, 0};
   std::uint64_t max[3] = {0, 0, 0};
@@ -44,16 +52,18 @@ struct DeviceBuild {
   bool dirty = false;                    // in Indexer::dirty_ (changed since its last keyframe)
   std::uint64_t block = ~std::uint64_t{0};  // the 64-event block that min and max belong to
   bool had_regions = false;
-  bool has_region_field = false;  // some alloc of this device names its region
   std::shared_ptr<const KeyState> last;
   std::array<WarnCount, kWarnKinds> warn;
 };
 
 constexpr std::uint64_t kMaxU64 = ~std::uint64_t{0};
 
-bool ExpandableConf(const traces::TraceHeader& header) {
-  return header.alloc_conf.find("expandable=on") != std::string::npos ||
-         header.alloc_conf.find("expandable=true") != std::string::npos;
+// The address range holding all of [address, address + size), or spaces.end().
+RegionMap::const_iterator SpaceHolding(const RegionMap& spaces, std::uint64_t address, std::uint64_t size) {
+  auto it = spaces.upper_bound(address);
+  if (it == spaces.begin()) return spaces.end();
+  --it;
+  return address - it->first <= it->second && size <= it->second - (address - it->first) ? it : spaces.end();
 }
 
 class Indexer {
@@ -69,11 +79,13 @@ class Indexer {
       w.first_address = address;
     }
   }
-  bool GrowsRegion(const DeviceBuild& b, std::uint64_t j, const Record& r) const;
   void Alloc(DeviceBuild& b, DeviceData& d, std::uint64_t j, Record& r);
   void Free(DeviceBuild& b, std::uint64_t j, Record& r);
   void Reserve(DeviceBuild& b, std::uint64_t j, Record& r);
-  void Release(DeviceBuild& b, std::uint64_t j, Record& r);
+  void Release(DeviceBuild& b, std::uint64_t j, Record& r, Warn live, Warn unreserved);
+  void AddressReserve(DeviceBuild& b, std::uint64_t j, Record& r);
+  void AddressRelease(DeviceBuild& b, std::uint64_t j, Record& r);
+  void Map(DeviceBuild& b, std::uint64_t j, Record& r);
   void EnterBlock(DeviceBuild& b, std::uint16_t device, std::uint64_t j);
   void EndBlock(std::uint64_t block);
   void Keyframes(std::uint64_t after);
@@ -138,27 +150,6 @@ void Indexer::Free(DeviceBuild& b, std::uint64_t j, Record& r) {
   }
 }
 
-// A reserve of a range that starts where a region ends: does it grow that region (expandable
-// segments) or start a region of its own? The first later allocation overlapping it tells: it
-// names the range's own address as its region, or the grown region's base. Without one (within
-// kLookahead events), or in a trace whose allocations name no region, the configuration decides.
-bool Indexer::GrowsRegion(const DeviceBuild& b, std::uint64_t j, const Record& r) const {
-  constexpr std::uint64_t kLookahead = 1 << 16;
-  if (b.has_region_field) {
-    for (std::uint64_t k = j + 1; k < n_ && k <= j + kLookahead; ++k) {
-      const Record& next = m_.store.record(k);
-      if (next.device != r.device || static_cast<EventType>(next.type) != EventType::kAlloc) continue;
-      // The allocation that overlaps the range first (it may start in the old free tail).
-      if (next.address < r.address + r.size && next.address + m_.store.EffectiveRounded(k) > r.address) {
-        const std::uint64_t region = m_.store.Region(k);
-        return region != 0 && region != r.address;
-      }
-    }
-    return false;
-  }
-  return ExpandableConf(m_.header);
-}
-
 void Indexer::Reserve(DeviceBuild& b, std::uint64_t j, Record& r) {
   if (r.size == 0 || r.address + r.size < r.address) {
     Count(b, kEmptyReserve, j, r.address);
@@ -168,24 +159,76 @@ void Indexer::Reserve(DeviceBuild& b, std::uint64_t j, Record& r) {
     Count(b, kReserveOverlap, j, r.address);
     return;
   }
-  const bool merge = RegionEndingAt(b.regions, r.address) != b.regions.end() && GrowsRegion(b, j, r);
-  ApplyReserve(b.regions, r.address, r.size, merge);
-  r.flags |= kApplied | (merge ? kMerge : 0);
+  // A region of its own, even right after another: memory that grows in place is `map` (1.1).
+  ApplyReserve(b.regions, r.address, r.size, false, false);
+  r.flags |= kApplied;
   b.changed = true;
   b.had_regions = true;
   b.value[1] += r.size;
 }
 
-void Indexer::Release(DeviceBuild& b, std::uint64_t j, Record& r) {
+// Address space only: no memory, no series. It tells which mapped pieces belong together.
+void Indexer::AddressReserve(DeviceBuild& b, std::uint64_t j, Record& r) {
+  if (r.size == 0 || r.address + r.size < r.address) {
+    Count(b, kEmptyRange, j, r.address);
+    return;
+  }
+  if (RegionOverlaps(b.spaces, r.address, r.size)) {
+    Count(b, kSpaceOverlap, j, r.address);
+    return;
+  }
+  b.spaces.emplace(r.address, r.size);
+  r.flags |= kApplied;
+}
+
+void Indexer::AddressRelease(DeviceBuild& b, std::uint64_t j, Record& r) {
+  const std::uint64_t size = r.address + r.size < r.address ? kMaxU64 - r.address : r.size;
+  // Pages still mapped in the range stay counted (the trace says nothing of them going).
+  const bool mapped = RegionOverlaps(b.regions, r.address, size);
+  const std::uint64_t removed = ApplyRelease(b.spaces, r.address, size);
+  if (removed != r.size || mapped) Count(b, kSpaceRelease, j, r.address);
+  if (removed != 0) r.flags |= kApplied;
+}
+
+// Pages mapped into an address range: reserved grows, and the mapped piece joins the pieces of the
+// same range it touches, so a region that grows in place is one region.
+void Indexer::Map(DeviceBuild& b, std::uint64_t j, Record& r) {
+  if (r.size == 0 || r.address + r.size < r.address) {
+    Count(b, kEmptyRange, j, r.address);
+    return;
+  }
+  if (RegionOverlaps(b.regions, r.address, r.size)) {
+    Count(b, kMapOverlap, j, r.address);
+    return;
+  }
+  const auto space = SpaceHolding(b.spaces, r.address, r.size);
+  bool merge_prev = false, merge_next = false;
+  if (space == b.spaces.end()) {
+    Count(b, kMapOutside, j, r.address);  // counted as memory all the same: a region of its own
+  } else {
+    const auto prev = RegionEndingAt(b.regions, r.address);
+    merge_prev = prev != b.regions.end() && prev->first >= space->first;
+    const auto next = b.regions.find(r.address + r.size);
+    merge_next = next != b.regions.end() && next->first + next->second <= space->first + space->second;
+  }
+  ApplyReserve(b.regions, r.address, r.size, merge_prev, merge_next);
+  r.flags |= kApplied | (merge_prev ? kMerge : 0) | (merge_next ? kMergeNext : 0);
+  b.changed = true;
+  b.had_regions = true;
+  b.value[1] += r.size;
+}
+
+// region_release and unmap: the memory of [address, address + size) goes back to the device.
+void Indexer::Release(DeviceBuild& b, std::uint64_t j, Record& r, Warn live, Warn unreserved) {
   const std::uint64_t size = r.address + r.size < r.address ? kMaxU64 - r.address : r.size;
   const MapEntry* chunk = b.live.Ceil(r.address);
   const MapEntry* before = b.live.Floor(r.address);
   if ((chunk != nullptr && chunk->key < r.address + size) ||
       (before != nullptr && before->key + m_.store.EffectiveRounded(before->value) > r.address)) {
-    Count(b, kReleaseLive, j, r.address);
+    Count(b, live, j, r.address);
   }
   const std::uint64_t removed = ApplyRelease(b.regions, r.address, size);
-  if (removed != r.size) Count(b, kReleaseUnreserved, j, r.address);
+  if (removed != r.size) Count(b, unreserved, j, r.address);
   if (removed == 0) return;
   r.flags |= kApplied;
   b.changed = true;
@@ -268,13 +311,6 @@ void Indexer::Run(const Progress& progress) {
     m_.device_data[i].metrics.device = ids[i];
     m_.device_slot.emplace(ids[i], i);
   }
-  for (std::uint64_t j = 0; j < n_; ++j) {
-    const Record& r = store.record(j);
-    if (static_cast<EventType>(r.type) == EventType::kAlloc && store.Region(j) != 0) {
-      builds_[r.device].has_region_field = true;
-    }
-  }
-
   const std::uint64_t k = std::max<std::uint32_t>(1, m_.keyframe_interval);
   constexpr std::uint64_t kBlock = std::uint64_t{1} << kL1Shift;
   for (std::uint64_t j = 0; j < n_; ++j) {
@@ -286,7 +322,11 @@ void Indexer::Run(const Progress& progress) {
       case EventType::kAlloc: Alloc(b, d, j, r); break;
       case EventType::kFree: Free(b, j, r); break;
       case EventType::kRegionReserve: Reserve(b, j, r); break;
-      case EventType::kRegionRelease: Release(b, j, r); break;
+      case EventType::kRegionRelease: Release(b, j, r, kReleaseLive, kReleaseUnreserved); break;
+      case EventType::kAddressReserve: AddressReserve(b, j, r); break;
+      case EventType::kAddressRelease: AddressRelease(b, j, r); break;
+      case EventType::kMap: Map(b, j, r); break;
+      case EventType::kUnmap: Release(b, j, r, kUnmapLive, kUnmapUnmapped); break;
       case EventType::kOom:
         d.oom_events.push_back(j);
         ++d.metrics.ooms;
@@ -376,6 +416,13 @@ void Indexer::Finish() {
       "empty or wrapping region reserve(s) ignored",
       "event(s) of unknown type ignored",
       "allocation(s) past the end of the address space ignored",
+      "empty or wrapping address reserve(s) or map(s) ignored",
+      "address reserve(s) overlapping reserved address space ignored",
+      "address release(s) of ranges (partly) not reserved or with pages still mapped",
+      "map(s) overlapping mapped memory or a region ignored",
+      "map(s) outside any reserved address range (each counted as a region of its own)",
+      "unmap(s) with live allocations inside (they stay live, outside any mapped memory)",
+      "unmap(s) of ranges (partly) not mapped",
   };
   for (std::size_t i = 0; i < builds_.size(); ++i) {
     for (std::size_t w = 0; w < kWarnKinds; ++w) {

@@ -117,8 +117,11 @@ struct ModelData {
         return series == Series::kInUse ? store.EffectiveRounded(index) : series == Series::kLoad ? r.size : 0;
       case traces::EventType::kFree:
         return series == Series::kInUse ? 0 - store.EffectiveRounded(index) : series == Series::kLoad ? 0 - r.size : 0;
-      case traces::EventType::kRegionReserve: return series == Series::kReserved ? r.size : 0;
-      case traces::EventType::kRegionRelease: return series == Series::kReserved ? 0 - r.size : 0;
+      // Mapped pages are reserved memory, as regions are (DESIGN.md); address space is not.
+      case traces::EventType::kRegionReserve:
+      case traces::EventType::kMap: return series == Series::kReserved ? r.size : 0;
+      case traces::EventType::kRegionRelease:
+      case traces::EventType::kUnmap: return series == Series::kReserved ? 0 - r.size : 0;
       default: return 0;
     }
   }
@@ -130,7 +133,11 @@ struct ModelData {
 bool RegionOverlaps(const RegionMap& regions, std::uint64_t address, std::uint64_t size);
 // The region that ends exactly at `address`, or regions.end().
 RegionMap::iterator RegionEndingAt(RegionMap& regions, std::uint64_t address);
-void ApplyReserve(RegionMap& regions, std::uint64_t address, std::uint64_t size, bool merge);
+// Adds [address, address + size) as a region; `merge_prev` joins it to the region ending at
+// `address`, `merge_next` to the one starting at its end (pages mapped next to mapped pages of the
+// same address range: the region grows in place). A region_reserve never merges.
+void ApplyReserve(RegionMap& regions, std::uint64_t address, std::uint64_t size, bool merge_prev,
+                  bool merge_next);
 // Removes [address, address + size) from every region it intersects; returns the bytes removed.
 std::uint64_t ApplyRelease(RegionMap& regions, std::uint64_t address, std::uint64_t size);
 

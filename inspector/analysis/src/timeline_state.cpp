@@ -32,7 +32,8 @@ std::uint64_t ModelData::DeltaSlow(std::uint64_t index, Series series) const {
   switch (static_cast<EventType>(r.type)) {
     case EventType::kFree:
       return series == Series::kInUse ? 0 - o->rounded : series == Series::kLoad ? 0 - o->requested : 0;
-    case EventType::kRegionRelease: return series == Series::kReserved ? 0 - o->rounded : 0;
+    case EventType::kRegionRelease:
+    case EventType::kUnmap: return series == Series::kReserved ? 0 - o->rounded : 0;
     default: return 0;
   }
 }
@@ -54,15 +55,22 @@ RegionMap::iterator RegionEndingAt(RegionMap& regions, std::uint64_t address) {
   return it->first + it->second == address ? it : regions.end();
 }
 
-void ApplyReserve(RegionMap& regions, std::uint64_t address, std::uint64_t size, bool merge) {
-  if (merge) {
-    auto it = RegionEndingAt(regions, address);
-    if (it != regions.end()) {
-      it->second += size;
+void ApplyReserve(RegionMap& regions, std::uint64_t address, std::uint64_t size, bool merge_prev,
+                  bool merge_next) {
+  std::uint64_t base = address, bytes = size;
+  if (merge_next) {
+    if (auto next = regions.find(address + size); next != regions.end()) {
+      bytes += next->second;
+      regions.erase(next);
+    }
+  }
+  if (merge_prev) {
+    if (auto prev = RegionEndingAt(regions, address); prev != regions.end()) {
+      prev->second += bytes;
       return;
     }
   }
-  regions.emplace(address, size);
+  regions.emplace(base, bytes);
 }
 
 std::uint64_t ApplyRelease(RegionMap& regions, std::uint64_t address, std::uint64_t size) {
@@ -194,8 +202,12 @@ MemoryState StateAt(const ModelData& model, std::uint32_t device, std::uint64_t 
       case EventType::kFree:
         if (added.erase(rec.address) == 0) erased.push_back(rec.address);
         break;
-      case EventType::kRegionReserve: ApplyReserve(regions, rec.address, rec.size, rec.flags & kMerge); break;
-      case EventType::kRegionRelease: ApplyRelease(regions, rec.address, rec.size); break;
+      case EventType::kRegionReserve:
+      case EventType::kMap:
+        ApplyReserve(regions, rec.address, rec.size, rec.flags & kMerge, rec.flags & kMergeNext);
+        break;
+      case EventType::kRegionRelease:
+      case EventType::kUnmap: ApplyRelease(regions, rec.address, rec.size); break;
       default: break;
     }
   }

@@ -53,9 +53,10 @@ enum RecordFlag : std::uint8_t {
   kRoundedZero = 1 << 1,  // event.rounded == 0
   kNoAllocId = 1 << 2,    // event.alloc_id == 0
   kApplied = 1 << 3,      // the event changed the model's state (else skipped with a warning)
-  kMerge = 1 << 4,        // region_reserve: grows the region that ends at its address
+  kMerge = 1 << 4,        // map: grows the mapped region that ends at its address (same address range)
   kOverride = 1 << 5,     // the series deltas differ from the event's own sizes: see overrides
   kRegionIsAddress = 1 << 6,  // event.region == event.address (store)
+  kMergeNext = 1 << 7,    // map: joins the mapped region that starts at its end (same address range)
 };
 
 struct Record {

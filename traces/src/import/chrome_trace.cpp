@@ -17,8 +17,9 @@ namespace fragscope::traces {
 namespace {
 
 struct DeviceState {
-  std::uint64_t in_use = 0, reserved = 0, requested = 0;
+  std::uint64_t in_use = 0, reserved = 0, requested = 0, address_space = 0;
   std::uint64_t written_in_use = UINT64_MAX, written_reserved = UINT64_MAX, written_requested = UINT64_MAX;
+  std::uint64_t written_address_space = 0;  // drawn only for traces that reserve address space
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> by_id;       // size, rounded
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> by_address;  // size, rounded
   std::unordered_map<std::uint64_t, std::uint64_t> regions;                              // address -> size
@@ -94,19 +95,34 @@ void WriteChromeTrace(const Trace& trace, std::ostream& out) {
         s.reserved = Sub(s.reserved, size);
         break;
       }
+      // Pages mapped into address space are memory held from the device: reserved, as regions.
+      case EventType::kMap: s.reserved += e.size; break;
+      case EventType::kUnmap: s.reserved = Sub(s.reserved, e.size); break;
+      case EventType::kAddressReserve: s.address_space += e.size; break;
+      case EventType::kAddressRelease: s.address_space = Sub(s.address_space, e.size); break;
       case EventType::kMarker:
         emit({{"ph", "i"}, {"s", "p"}, {"name", trace.TagName(e.tag)}, {"cat", "marker"}, {"ts", ts},
               {"pid", e.device}, {"tid", 0}, {"args", {{"seq", e.seq}}}});
         break;
       case EventType::kOom: {
         const OomRecord& o = e.oom;
+        nlohmann::json args = {{"seq", e.seq}, {"cause", ToString(o.cause)}, {"tag", trace.TagName(e.tag)}};
+        // Only the numbers the evidence gave (OomRecord::present): an absent limit is no "limit 0".
+        const std::pair<const char*, std::pair<OomField, std::uint64_t>> numbers[] = {
+            {"request", {kOomRequest, o.request}},
+            {"rounded", {kOomRounded, o.rounded}},
+            {"limit", {kOomLimit, o.limit}},
+            {"reserved", {kOomReserved, o.reserved}},
+            {"in_use", {kOomInUse, o.in_use}},
+            {"live_requested", {kOomLiveRequested, o.live_requested}},
+            {"free_in_regions", {kOomFreeInRegions, o.free_in_regions}},
+            {"largest_free", {kOomLargestFree, o.largest_free}},
+            {"headroom", {kOomHeadroom, o.headroom}}};
+        for (const auto& [name, number] : numbers) {
+          if (o.Has(number.first)) args[name] = number.second;
+        }
         emit({{"ph", "i"}, {"s", "p"}, {"cat", "oom"}, {"ts", ts}, {"pid", e.device}, {"tid", 0},
-              {"name", fmt::format("OOM: {} B ({})", o.request, ToString(o.cause))},
-              {"args",
-               {{"seq", e.seq}, {"request", o.request}, {"rounded", o.rounded}, {"limit", o.limit},
-                {"reserved", o.reserved}, {"in_use", o.in_use}, {"live_requested", o.live_requested},
-                {"free_in_regions", o.free_in_regions}, {"largest_free", o.largest_free},
-                {"headroom", o.headroom}, {"cause", ToString(o.cause)}, {"tag", trace.TagName(e.tag)}}}});
+              {"name", fmt::format("OOM: {} B ({})", o.request, ToString(o.cause))}, {"args", std::move(args)}});
         break;
       }
     }
@@ -118,6 +134,7 @@ void WriteChromeTrace(const Trace& trace, std::ostream& out) {
     counter("in use", s.in_use, s.written_in_use);
     counter("reserved", s.reserved, s.written_reserved);
     counter("live requested", s.requested, s.written_requested);
+    counter("address space", s.address_space, s.written_address_space);
   }
   out << "\n]}\n";
 }

@@ -23,7 +23,28 @@ enum class EventType : std::uint8_t {
   kRegionRelease = 4,
   kOom = 5,
   kMarker = 6,
+  // Format 1.1: a paging region (DESIGN.md, "address space vs pages"). Address space holds no
+  // memory; mapped pages inside it do, and count as reserved.
+  kAddressReserve = 7,
+  kAddressRelease = 8,
+  kMap = 9,
+  kUnmap = 10,
 };
+
+// The last type this version knows; types above it (from a newer writer) are skipped by readers.
+inline constexpr EventType kLastEventType = EventType::kUnmap;
+// Whether `type` is one of the values above.
+bool IsKnownEventType(EventType type);
+// The events that take memory from the device or give it back: region_reserve/release and
+// map/unmap. Their size is what the reserved series moves by.
+inline bool ChangesReserved(EventType type) {
+  return type == EventType::kRegionReserve || type == EventType::kRegionRelease || type == EventType::kMap ||
+         type == EventType::kUnmap;
+}
+// The events that carry a range and nothing else: the four above plus address_reserve/release.
+inline bool IsRangeEvent(EventType type) {
+  return ChangesReserved(type) || type == EventType::kAddressReserve || type == EventType::kAddressRelease;
+}
 
 std::string_view ToString(EventType type);
 
@@ -32,6 +53,8 @@ std::string_view ToString(EventType type);
 //   free:           device, address, size (requested), rounded, alloc_id (the allocation it ends)
 //   region_reserve: device, address, size (region bytes)
 //   region_release: device, address, size
+//   address_reserve, address_release: device, address, size (address space, no memory behind it)
+//   map, unmap:     device, address, size (pages mapped into / unmapped from reserved address space)
 //   oom:            device, stream, tag, oom
 //   marker:         device, tag (the marker's name, interned)
 struct Event {
@@ -51,7 +74,7 @@ struct Event {
 };
 
 // Why an event's sizes cannot be taken as they are, or nullptr when they can: an alloc, free or
-// region event whose size or rounded size is above kMaxBytes (byte_math.hpp), or whose address
+// range event (region, address space, map) whose size or rounded size is above kMaxBytes (byte_math.hpp), or whose address
 // range runs past 2^64. oom events may carry any request (that is what they report). Every reader
 // checks each event with it and names its own location in the error.
 const char* EventSizeProblem(const Event& event);

@@ -16,7 +16,8 @@ enum class OomCause : std::uint8_t {
   kBacking = 3,           // the backing refused to grow although the limit allowed it
   kRequestTooLarge = 4,   // one request alone exceeds the limit
   kUnknown = 5,           // evidence from elsewhere only: it lacks what would decide (a limit, say);
-                          // ClassifyOom and fragscope's allocators never give it
+                          // fragscope's allocators never give it, ClassifyOom only for numbers
+                          // that lack the limit, the rounded request or the bytes in use
 };
 
 // "capacity", "fragmentation", "backing", "request-too-large", "unknown"; "" for a value that is
@@ -24,6 +25,29 @@ enum class OomCause : std::uint8_t {
 std::string_view ToString(OomCause cause);
 // Whether `cause` is one of the values above.
 bool IsKnownCause(OomCause cause);
+
+// Which numbers of an OomRecord the evidence gave: bit i is field i of the record, in the order
+// below (the order of the trace's oom column). fragscope's allocators know every number; evidence
+// from elsewhere may not (a TensorFlow dump without a limit, an RMM allocate failure, an error
+// message): an absent number is 0 in the record and must not be printed or used as if it were 0.
+// Stored in trace files (format 1.1): never renumber.
+enum OomField : std::uint16_t {
+  kOomRequest = 1u << 0,
+  kOomRounded = 1u << 1,
+  kOomLimit = 1u << 2,
+  kOomReserved = 1u << 3,
+  kOomInUse = 1u << 4,
+  kOomLiveRequested = 1u << 5,
+  kOomFreeInRegions = 1u << 6,
+  kOomLargestFree = 1u << 7,
+  kOomHeadroom = 1u << 8,
+  kOomChunkCount = 1u << 9,
+  kOomRegionCount = 1u << 10,
+};
+inline constexpr std::uint16_t kOomAllFields = 0x7FF;
+// The numbers that depend on the regions: without a state of memory none of them is known.
+inline constexpr std::uint16_t kOomRegionFields =
+    kOomReserved | kOomFreeInRegions | kOomLargestFree | kOomHeadroom | kOomChunkCount | kOomRegionCount;
 
 // The numbers of an OOM, as stored in a trace. The allocator's OomReport adds the words.
 struct OomRecord {
@@ -39,10 +63,15 @@ struct OomRecord {
   std::uint64_t chunk_count = 0;
   std::uint64_t region_count = 0;
   OomCause cause = OomCause::kCapacity;
+  std::uint16_t present = kOomAllFields;  // OomField bits: the numbers the evidence gave
+
+  // Whether every field in `fields` (OomField bits) is present.
+  bool Has(std::uint16_t fields) const { return (present & fields) == fields; }
 };
 
 // The cause of an OOM from its numbers, by the rules of docs/allocator.md ("Out-of-memory causes"), in this order:
-// request-too-large (rounded > limit), capacity (in_use + rounded > limit), backing (the backing
+// request-too-large (a rounded request above 4 EiB), unknown (the limit, the rounded request or
+// the bytes in use absent: OomRecord::present), request-too-large (rounded > limit), capacity (in_use + rounded > limit), backing (the backing
 // refused memory the limit allowed), fragmentation (enough bytes in total, none contiguous).
 // The one definition: the allocator, trace analysis and every importer classify with it.
 OomCause ClassifyOom(const OomRecord& numbers, bool backing_refused);
