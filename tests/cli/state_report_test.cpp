@@ -1,0 +1,117 @@
+// `fragscope report` of a state (one moment: a PyTorch snapshot without trace events, a TensorFlow
+// dump): said to be one ("kind": "state"), its own numbers and what its layout shows, nothing that
+// needs time — on the shared real snapshot, on the project's TF fixtures (golden text), and after
+// a conversion to .fst, which keeps the kind and the facts.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_runner.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fragscope::testing::CliResult;
+
+const std::string kSharedData = fs::path(FRAGSCOPE_SOURCE_DIR).parent_path().string() + "/shared/data";
+
+class StateReport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fragscope_state_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  CliResult Run(const std::vector<std::string>& args) { return fragscope::testing::RunProgram(FRAGSCOPE_CLI, args, dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string Fixture(const std::string& name) {
+    return (fs::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "fixtures" / "tf" / name).string();
+  }
+
+  fs::path dir_;
+};
+
+// The shared FlexGen snapshot was taken at an OOM with recording off: 176 segments, 460 blocks.
+void ExpectFlexgenState(const nlohmann::json& device) {
+  EXPECT_EQ(device["kind"], "state");
+  EXPECT_EQ(device["moment"], "when the snapshot was taken");
+  EXPECT_EQ(device["regions"], 176);
+  EXPECT_EQ(device["chunks"], 460);
+  EXPECT_EQ(device["in_use"], 11840159744ull);
+  EXPECT_EQ(device["reserved"], 11844714496ull);
+  EXPECT_EQ(device["free_in_regions"], 4554752);
+  EXPECT_EQ(device["holes"], 3);
+  EXPECT_EQ(device["largest_hole"], 2080768);
+  EXPECT_EQ(device["empty_regions"], 0);
+  EXPECT_TRUE(device["limit"].is_null());  // the snapshot does not say
+  EXPECT_TRUE(device["max_in_use"].is_null());
+  EXPECT_TRUE(device["layout_complete"].get<bool>());
+  // Nothing that needs time, and no "before recording" (there was no recording).
+  for (const char* key : {"overhead", "peak_load", "peak_reserved", "utilization_at_peak", "before_recording"}) {
+    EXPECT_FALSE(device.contains(key)) << key;
+  }
+}
+
+TEST_F(StateReport, PytorchSnapshotWithoutTraceEvents) {
+  const std::string snapshot = kSharedData + "/torch/pt_flexgen_opt_oom_state.pickle";
+  if (!fs::exists(snapshot)) GTEST_SKIP() << snapshot << " is absent (../shared/data is not beside the project)";
+  const CliResult json = Run({"report", snapshot, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  ASSERT_EQ(doc["devices"].size(), 1u);
+  ExpectFlexgenState(doc["devices"][0]);
+
+  const CliResult text = Run({"report", snapshot});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("kind       state: one moment, not a history"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("reserved but unallocated: 4.34 MiB in 3 free holes, the largest 1.98 MiB"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("what torch.cuda.empty_cache() would return"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("util@peak"), std::string::npos) << text.out;  // no table of time metrics
+
+  // Converted to .fst, it is still a state with the same findings.
+  const std::string fst = Path("flexgen.fst");
+  ASSERT_EQ(Run({"convert", snapshot, fst}).code, 0);
+  const CliResult again = Run({"report", fst, "--json"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  ExpectFlexgenState(nlohmann::json::parse(again.out)["devices"][0]);
+}
+
+TEST_F(StateReport, TensorflowDumpsGoldenText) {
+  const CliResult r = Run({"report", Fixture("two_dumps_two_devices.log")});
+  EXPECT_EQ(r.code, 1) << r.err;  // the dumps hold OOMs
+  const fs::path golden = fs::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "golden" / "report-tf-two-dumps.txt";
+  // The trace line names the path as given; the golden file has it relative to the sources.
+  std::string text = r.out;
+  const std::string given = Fixture("two_dumps_two_devices.log");
+  if (const auto at = text.find(given); at != std::string::npos) {
+    text.replace(at, given.size(), "tests/import/fixtures/tf/two_dumps_two_devices.log");
+  }
+  if (std::getenv("FRAGSCOPE_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(golden, std::ios::binary) << text;
+  }
+  ASSERT_TRUE(fs::exists(golden)) << golden << " is missing; run with FRAGSCOPE_UPDATE_GOLDEN=1";
+  EXPECT_EQ(text, fragscope::testing::Slurp(golden)) << "output differs from " << golden;
+}
+
+TEST_F(StateReport, TensorflowDumpJsonHasTheStatsAndNoTimeMetrics) {
+  const CliResult r = Run({"report", Fixture("two_dumps_two_devices.log"), "--json"});
+  ASSERT_EQ(r.code, 1) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["devices"].size(), 2u);
+  const auto& d1 = doc["devices"][1];
+  EXPECT_EQ(d1["kind"], "state");
+  EXPECT_EQ(d1["moment"], "at the OOM on line 48");
+  EXPECT_EQ(d1["in_use"], 114176);     // its Stats: InUse 111.50 KiB
+  EXPECT_EQ(d1["limit"], 1178368);     // its Stats: Limit 1178368
+  EXPECT_EQ(d1["regions"], 2);
+  EXPECT_EQ(d1["chunks"], 15);
+  EXPECT_FALSE(d1.contains("overhead"));
+  EXPECT_FALSE(doc.contains("min_limit"));
+  ASSERT_EQ(d1["ooms"].size(), 1u);
+  EXPECT_TRUE(d1["ooms"][0]["min_limit"].is_null());  // no minimal limit for a state
+}
+
+}  // namespace
