@@ -310,6 +310,8 @@ fragscope_status fragscope_get_stats(const fragscope_allocator* allocator, int d
         .total_ooms = s.total_ooms,
         .external_fragmentation = s.external_fragmentation(),
         .utilization = s.utilization(),
+        .address_space = s.address_space,
+        .peak_address_space = s.peak_address_space,
     };
     // A caller built against a newer header passes a larger struct: fill what this library
     // knows and say so in struct_size. One built against an older one gets its prefix.

@@ -118,6 +118,8 @@ nlohmann::json StatsJson(const fragscope::AllocatorStats& s) {
           {"live_requested", s.live_requested},
           {"peak_in_use", s.peak_in_use},
           {"peak_reserved", s.peak_reserved},
+          {"address_space", s.address_space},
+          {"peak_address_space", s.peak_address_space},
           {"peak_load", s.peak_live_requested},
           {"overhead", s.peak_live_requested == 0 ? 0.0
                                                   : static_cast<double>(s.peak_reserved) /

@@ -22,6 +22,7 @@ void BfcAllocator::ResetPeaks() {
   std::lock_guard guard(lock_);
   stats_.peak_in_use = stats_.in_use;
   stats_.peak_reserved = stats_.reserved;
+  stats_.peak_address_space = stats_.address_space;
   stats_.peak_live_requested = stats_.live_requested;
   stats_.peak_allocations = stats_.allocations;
   stats_.peak_regions = stats_.regions;
@@ -76,7 +77,7 @@ template <typename... Args>
 // counter in the stats equals the sum it stands for.
 void BfcAllocator::CheckInvariantsLocked() const {
   const std::uint32_t dev = options_.device;
-  std::uint64_t reserved = 0, in_use = 0, requested = 0, live = 0, chunks = 0, free_chunks = 0;
+  std::uint64_t reserved = 0, address_space = 0, in_use = 0, requested = 0, live = 0, chunks = 0, free_chunks = 0;
   std::uint64_t largest_free = 0;
   std::uint64_t previous_end = 0;
   for (const auto& [base, region] : regions_) {
@@ -91,6 +92,7 @@ void BfcAllocator::CheckInvariantsLocked() const {
       Violation(dev, "region {:#x} expandable flag disagrees with the allocator", base);
     }
     reserved += region->size;
+    address_space += region->max_size;
     std::uint64_t cursor = base;
     std::uint64_t region_live = 0;
     const Chunk* prev = nullptr;
@@ -106,6 +108,11 @@ void BfcAllocator::CheckInvariantsLocked() const {
         Violation(dev, "chunk {:#x} has size {}, not a positive multiple of 256", chunk->address, chunk->size);
       }
       if (chunk->in_use()) {
+        // Memory exists only where pages are mapped: a live chunk past them would fault on use.
+        if (chunk->end() > base + region->size || chunk->end() < chunk->address) {
+          Violation(dev, "live chunk {:#x} ({} bytes) runs past the {} bytes mapped in region {:#x}", chunk->address,
+                    chunk->size, region->size, base);
+        }
         ++live;
         ++region_live;
         in_use += chunk->size;
@@ -178,6 +185,11 @@ void BfcAllocator::CheckInvariantsLocked() const {
 
   const AllocatorStats& s = stats_;
   if (s.reserved != reserved) Violation(dev, "stats.reserved {} != sum of regions {}", s.reserved, reserved);
+  if (s.address_space != address_space) {
+    Violation(dev, "stats.address_space {} != sum of region ranges {}", s.address_space, address_space);
+  }
+  // Mapped bytes lie inside reserved address space (each region's size <= max_size, checked above).
+  if (s.reserved > s.address_space) Violation(dev, "reserved {} above the address space {}", s.reserved, s.address_space);
   if (s.in_use != in_use) Violation(dev, "stats.in_use {} != sum of live chunks {}", s.in_use, in_use);
   if (s.live_requested != requested) Violation(dev, "stats.live_requested {} != {}", s.live_requested, requested);
   if (s.allocations != live) Violation(dev, "stats.allocations {} != {}", s.allocations, live);
@@ -186,7 +198,7 @@ void BfcAllocator::CheckInvariantsLocked() const {
   if (s.reserved > options_.limit) Violation(dev, "reserved {} above the limit {}", s.reserved, options_.limit);
   if (s.peak_in_use < s.in_use || s.peak_reserved < s.reserved ||
       s.peak_live_requested < s.live_requested || s.peak_allocations < s.allocations ||
-      s.peak_regions < s.regions || s.peak_largest_free < largest_free) {
+      s.peak_regions < s.regions || s.peak_largest_free < largest_free || s.peak_address_space < s.address_space) {
     Violation(dev, "a peak is below its current value");
   }
   if (s.total_allocs - s.total_frees != s.allocations) {
@@ -200,7 +212,13 @@ void BfcAllocator::SetSink(traces::EventSink* sink) {
   if (sink_ == nullptr) return;
   // A trace must stand on its own: record what exists before the first new event.
   for (const auto& [base, region] : regions_) {
-    if (region->size > 0) EmitRegion(traces::EventType::kRegionReserve, base, region->size);
+    if (region->expandable) {
+      // The address range, then the pages mapped at its start: how the region grew (GrowExpandable).
+      EmitRegion(traces::EventType::kAddressReserve, base, region->max_size);
+      if (region->size > 0) EmitRegion(traces::EventType::kMap, base, region->size);
+    } else if (region->size > 0) {
+      EmitRegion(traces::EventType::kRegionReserve, base, region->size);
+    }
   }
   for (const auto& [base, region] : regions_) {
     for (const Chunk* chunk = region->first; chunk != nullptr; chunk = chunk->next) {

@@ -47,6 +47,8 @@ BfcAllocator::BfcAllocator(Backing& backing, const BfcOptions& options)
     expandable_region_ = region.get();
     regions_.emplace(region->base, std::move(region));
     stats_.regions = stats_.peak_regions = 1;
+    // The range holds no memory: reserved grows only as pages are mapped (GrowExpandable).
+    stats_.address_space = stats_.peak_address_space = range;
     const std::uint64_t initial = RoundDownTo(options_.preallocate_bytes, granularity);
     if (initial > 0) {
       bool refused = false;
@@ -199,10 +201,12 @@ bool BfcAllocator::GrowExpandable(std::uint64_t rounded, bool* backing_refused) 
   }
   region->size += grow;
   stats_.reserved += grow;
-  ++stats_.region_reserves;
+  ++stats_.maps;
   stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
   stats_.peak_largest_free = std::max(stats_.peak_largest_free, region->last->size);
-  if (sink_ != nullptr) EmitRegion(traces::EventType::kRegionReserve, mapped_at, grow);
+  // Pages mapped into the region's address range (trace format 1.1): the region grows in place, so
+  // a reader needs no guess whether adjacent memory extends it.
+  if (sink_ != nullptr) EmitRegion(traces::EventType::kMap, mapped_at, grow);
   return true;
 }
 
@@ -222,9 +226,11 @@ Region* BfcAllocator::AddRegion(std::uint64_t base, std::uint64_t size) {
   bins_.Insert(chunk);
 
   stats_.reserved += size;
+  stats_.address_space += size;  // an ordinary region's address space is its memory
   ++stats_.regions;
   ++stats_.region_reserves;
   stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
+  stats_.peak_address_space = std::max(stats_.peak_address_space, stats_.address_space);
   stats_.peak_regions = std::max(stats_.peak_regions, stats_.regions);
   stats_.peak_largest_free = std::max(stats_.peak_largest_free, size);
   if (sink_ != nullptr) EmitRegion(traces::EventType::kRegionReserve, base, size);
@@ -250,6 +256,7 @@ std::uint64_t BfcAllocator::ReleaseFreeRegionsLocked() {
     ReleaseChunkRecord(chunk);
     backing_.Release(reinterpret_cast<void*>(region->base), region->size, 0);
     stats_.reserved -= region->size;
+    stats_.address_space -= region->size;
     --stats_.regions;
     ++stats_.region_releases;
     released += region->size;
@@ -285,8 +292,8 @@ std::uint64_t BfcAllocator::ShrinkExpandableLocked() {
   }
   region->size = new_size;
   stats_.reserved -= shrink;
-  ++stats_.region_releases;
-  if (sink_ != nullptr) EmitRegion(traces::EventType::kRegionRelease, region->base + new_size, shrink);
+  ++stats_.unmaps;
+  if (sink_ != nullptr) EmitRegion(traces::EventType::kUnmap, region->base + new_size, shrink);
   return shrink;
 }
 

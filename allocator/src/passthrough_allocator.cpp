@@ -86,6 +86,7 @@ void* PassthroughAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions&
   AllocatorStats& s = stats_;
   s.in_use += size;
   s.reserved += size;
+  s.address_space += size;  // every allocation is a region of its own: its address space is its memory
   s.live_requested += bytes;
   ++s.allocations;
   ++s.regions;
@@ -93,6 +94,7 @@ void* PassthroughAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions&
   ++s.region_reserves;
   s.peak_in_use = std::max(s.peak_in_use, s.in_use);
   s.peak_reserved = std::max(s.peak_reserved, s.reserved);
+  s.peak_address_space = std::max(s.peak_address_space, s.address_space);
   s.peak_live_requested = std::max(s.peak_live_requested, s.live_requested);
   s.peak_allocations = std::max(s.peak_allocations, s.allocations);
   s.peak_regions = std::max(s.peak_regions, s.regions);
@@ -122,6 +124,7 @@ void PassthroughAllocator::Free(void* ptr) {
   AllocatorStats& s = stats_;
   s.in_use -= allocation.size;
   s.reserved -= allocation.size;
+  s.address_space -= allocation.size;
   s.live_requested -= allocation.requested;
   --s.allocations;
   --s.regions;
@@ -140,6 +143,7 @@ void PassthroughAllocator::ResetPeaks() {
   std::lock_guard lock(mutex_);
   stats_.peak_in_use = stats_.in_use;
   stats_.peak_reserved = stats_.reserved;
+  stats_.peak_address_space = stats_.address_space;
   stats_.peak_live_requested = stats_.live_requested;
   stats_.peak_allocations = stats_.allocations;
   stats_.peak_regions = stats_.regions;
@@ -173,7 +177,8 @@ void PassthroughAllocator::CheckInvariants() const {
     size += a.size;
     requested += a.requested;
   }
-  if (size != stats_.in_use || size != stats_.reserved || requested != stats_.live_requested ||
+  if (size != stats_.in_use || size != stats_.reserved || size != stats_.address_space ||
+      requested != stats_.live_requested ||
       live_.size() != stats_.allocations || live_.size() != stats_.regions) {
     throw InvariantViolation(fmt::format("device {}: passthrough stats do not add up", device_));
   }

@@ -33,14 +33,15 @@ std::string AllocatorStats::Describe() const {
   row("live requested (LOAD)", FormatBytes(live_requested), FormatBytes(peak_live_requested));
   row("allocations", fmt::format("{}", allocations), fmt::format("{}", peak_allocations));
   row("regions", fmt::format("{}", regions), fmt::format("{}", peak_regions));
+  row("address space", FormatBytes(address_space), FormatBytes(peak_address_space));
   row("largest free chunk", FormatBytes(largest_free), FormatBytes(peak_largest_free));
   row("free in regions", FormatBytes(free_in_regions()), "");
   row("internal waste", FormatBytes(internal_waste()), "");
   row("limit", FormatBytes(limit), "");
   row("utilization", fmt::format("{:.3f}", utilization()), "");
   row("external fragmentation", fmt::format("{:.3f}", external_fragmentation()), "");
-  out += fmt::format("  {} allocs, {} frees, {} OOMs, {} region reserves, {} releases, {} gc runs\n",
-                     total_allocs, total_frees, total_ooms, region_reserves, region_releases, gc_runs);
+  out += fmt::format("  {} allocs, {} frees, {} OOMs, {} region reserves, {} releases, {} maps, {} unmaps, {} gc runs\n",
+                     total_allocs, total_frees, total_ooms, region_reserves, region_releases, maps, unmaps, gc_runs);
   return out;
 }
 

@@ -272,10 +272,12 @@ TEST_P(Conformance, EventsDescribeEveryOperation) {
   EXPECT_LT(allocs[0].seq, markers[0].seq);
   EXPECT_LT(markers[0].seq, frees[0].seq);
   EXPECT_LE(allocs[0].time_ns, frees[0].time_ns);
-  // The region holding the allocation was announced before it.
+  // The memory holding the allocation was announced before it: a region, or pages mapped into
+  // an expandable region's address range.
   bool announced = false;
   for (const auto& e : sink.events()) {
-    if (e.type == traces::EventType::kRegionReserve && e.address <= allocs[0].address &&
+    if ((e.type == traces::EventType::kRegionReserve || e.type == traces::EventType::kMap) &&
+        e.address <= allocs[0].address &&
         allocs[0].address < e.address + e.size && e.seq < allocs[0].seq) {
       announced = true;
     }

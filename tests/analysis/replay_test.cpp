@@ -123,8 +123,10 @@ Peaks PeaksOf(const std::vector<Event>& events, std::uint32_t device) {
         live.erase(it);
         break;
       }
-      case EventType::kRegionReserve: reserved += e.size; break;
-      case EventType::kRegionRelease: reserved -= e.size; break;
+      case EventType::kRegionReserve:
+      case EventType::kMap: reserved += e.size; break;  // mapped pages are reserved memory
+      case EventType::kRegionRelease:
+      case EventType::kUnmap: reserved -= e.size; break;
       default: continue;
     }
     p.load = std::max(p.load, load);

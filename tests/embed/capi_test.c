@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -351,8 +352,23 @@ static void test_stats_struct_size(void) {
   CHECK(contains(fragscope_last_error(), "struct_size is 0"));
   CHECK(contains(fragscope_last_error(), "FRAGSCOPE_STATS_INIT"));
   CHECK(unset.allocations == 0); /* nothing written */
-  unset.struct_size = sizeof(fragscope_stats) - 8;
+  /* Smaller than the first version (which ended at utilization): refused. */
+  unset.struct_size = offsetof(fragscope_stats, utilization) + sizeof(double) - 8;
   CHECK_STATUS(fragscope_get_stats(a, 0, &unset), FRAGSCOPE_ERROR_INVALID_ARGUMENT);
+  {
+    /* The whole struct: address space held, >= reserved (host regions: equal). */
+    fragscope_stats full = FRAGSCOPE_STATS_INIT;
+    CHECK_STATUS(fragscope_get_stats(a, 0, &full), FRAGSCOPE_OK);
+    CHECK(full.reserved > 0 && full.address_space == full.reserved);
+    CHECK(full.peak_address_space >= full.address_space);
+    /* A caller built against the first version gets its prefix; the appended fields stay as they were. */
+    memset(&unset, 0x5a, sizeof unset);
+    unset.struct_size = offsetof(fragscope_stats, utilization) + sizeof(double);
+    CHECK_STATUS(fragscope_get_stats(a, 0, &unset), FRAGSCOPE_OK);
+    CHECK(unset.struct_size == offsetof(fragscope_stats, address_space));
+    CHECK(unset.reserved == full.reserved);
+    CHECK(unset.address_space == 0x5a5a5a5a5a5a5a5aull);
+  }
 
   CHECK_STATUS(fragscope_free(a, p, 0), FRAGSCOPE_OK);
   fragscope_destroy(a);

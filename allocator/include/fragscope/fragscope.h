@@ -61,7 +61,7 @@ typedef struct fragscope_allocator fragscope_allocator; /* opaque */
 typedef struct fragscope_stats {
   uint64_t struct_size;     /* in: sizeof(fragscope_stats); out: bytes filled */
   uint64_t in_use;          /* sum of rounded sizes of live allocations */
-  uint64_t reserved;        /* sum of region sizes */
+  uint64_t reserved;        /* sum of region sizes (mapped bytes of an expandable region) */
   uint64_t live_requested;  /* sum of requested sizes of live allocations (LOAD) */
   uint64_t allocations;     /* live allocations */
   uint64_t regions;
@@ -76,6 +76,10 @@ typedef struct fragscope_stats {
   uint64_t total_ooms;
   double external_fragmentation; /* 1 - largest_free / (reserved - in_use); 0 when nothing free */
   double utilization;            /* in_use / reserved; 1 when nothing reserved */
+  /* Appended (trace format 1.1): address space held (region sizes plus an expandable region's whole range,
+   * mapped or not; >= reserved), current and peak. */
+  uint64_t address_space;
+  uint64_t peak_address_space;
 } fragscope_stats;
 
 /* fragscope_stats stats = FRAGSCOPE_STATS_INIT; (C99, C++20: a designated initializer) */

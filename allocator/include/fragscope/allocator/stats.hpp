@@ -11,6 +11,9 @@ struct AllocatorStats {
   // Current values.
   std::uint64_t in_use = 0;          // sum of rounded sizes of live chunks
   std::uint64_t reserved = 0;        // sum of region sizes (mapped bytes for an expandable region)
+  // Address space held: region sizes plus the whole reserved range of an expandable (paging)
+  // region, mapped or not. Costs no memory; >= reserved (as mimalloc's reserved >= committed).
+  std::uint64_t address_space = 0;
   std::uint64_t live_requested = 0;  // sum of requested sizes of live allocations (LOAD)
   std::uint64_t allocations = 0;     // live allocations
   std::uint64_t regions = 0;
@@ -26,6 +29,7 @@ struct AllocatorStats {
   std::uint64_t peak_allocations = 0;
   std::uint64_t peak_regions = 0;
   std::uint64_t peak_largest_free = 0;
+  std::uint64_t peak_address_space = 0;
 
   // Counters.
   std::uint64_t total_allocs = 0;
@@ -33,6 +37,8 @@ struct AllocatorStats {
   std::uint64_t total_ooms = 0;
   std::uint64_t region_reserves = 0;
   std::uint64_t region_releases = 0;
+  std::uint64_t maps = 0;            // page mappings into an expandable region's address space
+  std::uint64_t unmaps = 0;
   std::uint64_t gc_runs = 0;
 
   std::uint64_t free_in_regions() const { return reserved - in_use; }
