@@ -121,30 +121,36 @@ TEST(PytorchSynthetic, TwoDevicesExpandableOom) {
   EXPECT_TRUE(t.warnings.empty()) << (t.warnings.empty() ? "" : t.warnings[0]);
   ASSERT_EQ(t.header.devices.size(), 2u);
   EXPECT_EQ(t.header.devices[1].name, "cuda:1");
-  // Start state (device 0: its segment, the never-freed block and the block freed at t=11),
-  // then the 7 traced events merged by time.
+  // Start state (device 0: its segment, the never-freed block and the block freed at t=11;
+  // device 1: the address range of its expandable segment, nothing mapped yet), then the 7 traced
+  // events merged by time. The expandable segment's pieces are map events inside that range.
   std::vector<std::pair<EventType, std::uint32_t>> kinds;
   for (const Event& e : t.events) kinds.emplace_back(e.type, e.device);
   const std::vector<std::pair<EventType, std::uint32_t>> expected = {
       {EventType::kRegionReserve, 0}, {EventType::kAlloc, 0}, {EventType::kAlloc, 0},
-      {EventType::kMarker, 0}, {EventType::kFree, 0}, {EventType::kRegionReserve, 1},
-      {EventType::kRegionReserve, 1}, {EventType::kAlloc, 0}, {EventType::kAlloc, 1},
+      {EventType::kAddressReserve, 1}, {EventType::kMarker, 0}, {EventType::kFree, 0}, {EventType::kMap, 1},
+      {EventType::kMap, 1}, {EventType::kAlloc, 0}, {EventType::kAlloc, 1},
       {EventType::kOom, 1}};
   EXPECT_EQ(kinds, expected);
+  // The range: the hull of the pieces the snapshot and its trace name (4 MiB at kHigh).
+  EXPECT_EQ(t.events[3].address, kHigh);
+  EXPECT_EQ(t.events[3].size, 4 * kMiB);
+  EXPECT_EQ(t.events[7].address, kHigh + 2 * kMiB);
+  EXPECT_EQ(t.events[7].size, 2 * kMiB);
   EXPECT_EQ(t.TagName(t.events[1].tag), "(allocated before recording)");
   EXPECT_EQ(t.events[2].address, kA + 4096);
   EXPECT_EQ(t.events[2].rounded, 512u);  // not in the final state: rounded as PyTorch does
-  EXPECT_EQ(t.events[4].alloc_id, t.events[2].alloc_id);  // the free matches it
-  EXPECT_EQ(t.TagName(t.events[3].tag), "free_requested");
-  EXPECT_EQ(t.events[7].rounded, 512u);  // the block's size from the final state
-  EXPECT_EQ(t.TagName(t.events[7].tag), "train.py:42:forward");
-  EXPECT_EQ(t.events[8].address, kHigh);
-  EXPECT_EQ(t.events[8].region, kHigh);
+  EXPECT_EQ(t.events[5].alloc_id, t.events[2].alloc_id);  // the free matches it
+  EXPECT_EQ(t.TagName(t.events[4].tag), "free_requested");
+  EXPECT_EQ(t.events[8].rounded, 512u);  // the block's size from the final state
+  EXPECT_EQ(t.TagName(t.events[8].tag), "train.py:42:forward");
+  EXPECT_EQ(t.events[9].address, kHigh);
+  EXPECT_EQ(t.events[9].region, kHigh);
   EXPECT_EQ(t.events[0].time_ns, 10'000u);  // the state takes the first timestamp
-  EXPECT_EQ(t.events[9].time_ns, 60'000u);
+  EXPECT_EQ(t.events[10].time_ns, 60'000u);
   // The oom: 4 MiB reserved, 3 MiB in use, 1 MiB free on the device, 2 MiB asked: limit 5 MiB
   // would hold it, no contiguous 2 MiB: fragmentation.
-  const OomRecord& o = t.events[9].oom;
+  const OomRecord& o = t.events[10].oom;
   EXPECT_EQ(o.rounded, 2 * kMiB);
   EXPECT_EQ(o.reserved, 4 * kMiB);
   EXPECT_EQ(o.in_use, 3 * kMiB);
@@ -156,8 +162,8 @@ TEST(PytorchSynthetic, TwoDevicesExpandableOom) {
   EXPECT_EQ(o.cause, OomCause::kFragmentation);
   ASSERT_EQ(t.event_stacks.size(), t.events.size());
   EXPECT_EQ(t.event_stacks[1], 0u);  // no frames
-  ASSERT_NE(t.event_stacks[7], 0u);
-  EXPECT_EQ(t.stacks[t.event_stacks[7] - 1],
+  ASSERT_NE(t.event_stacks[8], 0u);
+  EXPECT_EQ(t.stacks[t.event_stacks[8] - 1],
             "/env/site-packages/torch/nn/functional.py:10:relu\n/home/u/train.py:42:forward");
   EXPECT_EQ(t.stacks.size(), 1u);  // deduplicated
 }

@@ -155,4 +155,13 @@ class WarningLog {
 
 DeviceStart RebuildStart(std::uint32_t device, const SourceSnapshot& snapshot, WarningLog& log);
 
+// The address space of a device's expandable segments. PyTorch reserves one virtual range per
+// expandable segment and maps pages into it; a snapshot names only the mapped pieces (`segments`
+// entries with is_expandable) and its trace the pieces mapped and unmapped (segment_map,
+// segment_unmap), never the range itself. So the extent of a range is the hull of the pieces seen
+// on one stream, over the final segments and the whole trace; hulls that overlap are one range. A
+// hull that would cover an ordinary segment (segment_alloc, or a final segment that is not
+// expandable) is dropped with a warning: its pieces are then read as ordinary regions.
+RangeMap ExpandableSpaces(std::uint32_t device, const SourceSnapshot& snapshot, WarningLog& log);
+
 }  // namespace fragscope::traces::pytorch_import

@@ -3,7 +3,10 @@
 // free_completed by bringing its block back, segment_alloc / segment_map by removing the range,
 // segment_free / segment_unmap by adding it back. What is left are the segments and blocks that
 // existed before the first traced event. Disagreements are warnings.
+#include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -167,6 +170,76 @@ DeviceStart RebuildStart(std::uint32_t device, const SourceSnapshot& snapshot, W
     }
   }
   return start;
+}
+
+RangeMap ExpandableSpaces(std::uint32_t device, const SourceSnapshot& snapshot, WarningLog& log) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> hulls;  // stream -> [begin, end)
+  RangeMap ordinary;
+  auto piece = [&](std::uint64_t stream, std::uint64_t address, std::uint64_t size) {
+    if (size == 0 || address > kMax - size) return;
+    auto [it, added] = hulls.try_emplace(stream, address, address + size);
+    if (!added) {
+      it->second.first = std::min(it->second.first, address);
+      it->second.second = std::max(it->second.second, address + size);
+    }
+  };
+  for (const SourceSegment& seg : snapshot.segments) {
+    if (seg.device != device) continue;
+    if (seg.expandable) {
+      piece(seg.stream, seg.address, seg.total_size);
+    } else if (seg.total_size > 0 && seg.address <= kMax - seg.total_size) {
+      ordinary[seg.address] = std::max(ordinary[seg.address], seg.total_size);
+    }
+  }
+  const std::vector<SourceEvent> empty;
+  const auto& events = device < snapshot.device_traces.size() ? snapshot.device_traces[device] : empty;
+  for (const SourceEvent& e : events) {
+    if (e.action == Action::kSegmentMap || e.action == Action::kSegmentUnmap) {
+      piece(e.stream, e.addr, e.size);
+    } else if ((e.action == Action::kSegmentAlloc || e.action == Action::kSegmentFree) && e.size > 0 &&
+               e.addr <= kMax - e.size) {
+      ordinary[e.addr] = std::max(ordinary[e.addr], e.size);
+    }
+  }
+  // Hulls by start; overlapping ones are one range.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> sorted;
+  for (const auto& [stream, hull] : hulls) sorted.push_back(hull);
+  std::sort(sorted.begin(), sorted.end());
+  RangeMap spaces;
+  std::uint64_t begin = 0, end = 0;
+  bool open = false;
+  auto close = [&] {
+    if (!open) return;
+    // An ordinary segment inside the hull: the hull is no range PyTorch reserved as one.
+    bool covers = false;
+    for (auto it = ordinary.lower_bound(begin); it != ordinary.end() && it->first < end && !covers; ++it) covers = true;
+    if (auto it = ordinary.lower_bound(begin); !covers && it != ordinary.begin()) {
+      --it;
+      covers = it->first + it->second > begin;
+    }
+    if (covers) {
+      log.Add("expandable extent overlaps a segment",
+              fmt::format("device {}: the expandable pieces in [{:#x}, {:#x}) enclose an ordinary segment; "
+                          "they are read as separate regions",
+                          device, begin, end));
+    } else {
+      spaces.emplace(begin, end - begin);
+    }
+    open = false;
+  };
+  for (const auto& [b, e] : sorted) {
+    if (open && b < end) {
+      end = std::max(end, e);
+      continue;
+    }
+    close();
+    begin = b;
+    end = e;
+    open = true;
+  }
+  close();
+  return spaces;
 }
 
 }  // namespace fragscope::traces::pytorch_import

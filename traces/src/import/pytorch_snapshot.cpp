@@ -202,12 +202,22 @@ class Importer {
     return false;
   }
 
+  // Pages of an expandable segment are `map`/`unmap` inside its address range (trace format 1.1),
+  // so the timeline knows without a guess that they grow that segment; other segments are regions.
+  bool InSpace(std::uint32_t device, std::uint64_t address, std::uint64_t size) {
+    const RangeMap& spaces = spaces_[device];
+    const auto it = Containing(spaces, address);
+    return it != spaces.end() && size <= it->first + it->second - address;
+  }
+
   void EmitStart(std::uint32_t device, const DeviceStart& start) {
     DeviceState& s = state_[device];
+    spaces_[device] = ExpandableSpaces(device, snapshot_, log_);
+    for (const auto& [address, size] : spaces_[device]) Region(EventType::kAddressReserve, device, address, size, 0);
     for (const auto& [address, size] : start.regions) {
       s.regions.emplace(address, size);
       s.reserved += size;
-      Region(EventType::kRegionReserve, device, address, size, 0);
+      Region(InSpace(device, address, size) ? EventType::kMap : EventType::kRegionReserve, device, address, size, 0);
     }
     for (const auto& [address, block] : start.blocks) {
       Alloc(device, address, block.requested, block.rounded, block.stream,
@@ -310,7 +320,9 @@ class Importer {
           s.regions.emplace(e.addr, e.size);
           s.reserved += e.size;
         }
-        Region(EventType::kRegionReserve, e.device, e.addr, e.size, stack);
+        Region(e.action == Action::kSegmentMap && InSpace(e.device, e.addr, e.size) ? EventType::kMap
+                                                                                    : EventType::kRegionReserve,
+               e.device, e.addr, e.size, stack);
         return;
       case Action::kSegmentFree:
       case Action::kSegmentUnmap: {
@@ -322,7 +334,9 @@ class Importer {
                                "were reserved",
                                e.device, index, e.action_name, e.addr, e.size, covered));
         }
-        Region(EventType::kRegionRelease, e.device, e.addr, e.size, stack);
+        Region(e.action == Action::kSegmentUnmap && InSpace(e.device, e.addr, e.size) ? EventType::kUnmap
+                                                                                      : EventType::kRegionRelease,
+               e.device, e.addr, e.size, stack);
         return;
       }
       case Action::kSnapshot: Marker(e.device, "snapshot", stack); return;
@@ -410,6 +424,7 @@ class Importer {
   Trace trace_;
   std::unordered_map<std::string, TagId> tag_ids_;
   std::map<std::uint32_t, DeviceStart> starts_;
+  std::map<std::uint32_t, RangeMap> spaces_;  // the address ranges of expandable segments, per device
   std::map<std::uint32_t, DeviceState> state_;
   std::uint64_t next_alloc_id_ = 0;
   std::uint64_t now_ns_ = 0;
