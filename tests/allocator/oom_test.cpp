@@ -4,6 +4,7 @@
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/traces/byte_math.hpp"
 #include "support/recording_sink.hpp"
 
 namespace fragscope {
@@ -205,6 +206,37 @@ TEST(Oom, ClassificationRulesInOrder) {
   n.in_use = 50;
   EXPECT_EQ(ClassifyOom(n, true), OomCause::kBacking);
   EXPECT_EQ(ClassifyOom(n, false), OomCause::kFragmentation);
+}
+
+TEST(Oom, AbsentNumbersAreNeitherUsedNorPrinted) {
+  // What an RMM allocate failure gives: the request and the live bytes, no limit, no pool.
+  traces::OomRecord n;
+  n.request = 3000;
+  n.rounded = 3072;
+  n.in_use = 5 * MiB;
+  n.live_requested = 5 * MiB;
+  n.present = traces::kOomRequest | traces::kOomRounded | traces::kOomInUse | traces::kOomLiveRequested;
+  EXPECT_EQ(ClassifyOom(n, false), OomCause::kUnknown) << "no limit: capacity and fragmentation cannot be told apart";
+  n.rounded = traces::kMaxBytes + 256;
+  EXPECT_EQ(ClassifyOom(n, false), OomCause::kRequestTooLarge) << "above 4 EiB whatever the limit";
+  n.rounded = 3072;
+
+  const OomReport report = DiagnoseOom(2, n, false);
+  EXPECT_EQ(report.cause(), OomCause::kUnknown);
+  const std::string text = report.Describe();
+  EXPECT_NE(text.find("in use"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n  limit "), std::string::npos) << "no \"limit 0 B\" for an unknown limit:\n" << text;
+  EXPECT_EQ(text.find("\n  headroom "), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n  regions "), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  in use "), std::string::npos) << text;
+  const std::string json = ToJson(report);
+  EXPECT_NE(json.find(R"("limit":null)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("headroom":null)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("chunk_count":null)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("in_use":5242880)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("request":3000)"), std::string::npos) << json;
+  // fragscope's allocators give every number.
+  EXPECT_EQ(traces::OomRecord{}.present, traces::kOomAllFields);
 }
 
 }  // namespace

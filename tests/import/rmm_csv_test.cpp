@@ -46,7 +46,10 @@ TEST(RmmCsv, ReadsEveryActionAndPointerStyle) {
   EXPECT_EQ(oom.oom.rounded, 100000000000u);  // 99999999999 rounded up to 256
   EXPECT_EQ(oom.oom.in_use, 4096u);
   EXPECT_EQ(oom.oom.live_requested, 4096u);
-  EXPECT_EQ(oom.oom.chunk_count, 1u);
+  // Only what the log gives: the request and the live allocations; no limit, no pool.
+  EXPECT_EQ(oom.oom.present, kOomRequest | kOomRounded | kOomInUse | kOomLiveRequested);
+  EXPECT_FALSE(oom.oom.Has(kOomLimit));
+  EXPECT_EQ(oom.oom.chunk_count, 0u);
   // An RMM log has no limit: the cause is unknown, not an invented capacity.
   EXPECT_EQ(oom.oom.cause, OomCause::kUnknown);
   EXPECT_NE(t.warnings[0].find("cause unknown"), std::string::npos) << t.warnings[0];

@@ -55,6 +55,11 @@ TEST(TfFixtures, EveryEraGivesTheFactsOfItsState) {
         EXPECT_TRUE(HasWarning(d.warnings, fmt::format("{} of 100 cells in use", x["bar_in_use_cells"].get<int>())));
         EXPECT_FALSE(d.cause_known);
         EXPECT_EQ(d.cause, OomCause::kUnknown) << "no limit in the dump: no invented cause";
+        if (d.limit == 0) {  // the record says the limit and the headroom are absent, not 0
+          EXPECT_FALSE(d.ToOomRecord().Has(kOomLimit));
+          EXPECT_FALSE(d.ToOomRecord().Has(kOomHeadroom));
+          EXPECT_TRUE(d.ToOomRecord().Has(kOomRequest | kOomRounded));
+        }
         continue;
       }
       EXPECT_EQ(d.reserved, x["reserved"].get<std::uint64_t>());

@@ -180,7 +180,9 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
       o.rounded = RoundUp256(*size);
       o.in_use = in_use;
       o.live_requested = requested;
-      o.chunk_count = live.size();
+      // The log gives the request and the live allocations only: no limit, no pool (regions,
+      // free blocks), so those numbers are absent, never 0 (OomRecord::present).
+      o.present = kOomRequest | kOomRounded | kOomInUse | kOomLiveRequested;
       o.cause = OomCause::kUnknown;  // the log has no limit: see docs/importers.md
       if (++failures == 1)
         trace.warnings.push_back(fmt::format("{}:{}: allocate failure: an RMM log has no limit, regions or "

@@ -348,6 +348,9 @@ OomRecord TfBfcDump::ToOomRecord() const {
   r.chunk_count = in_use_chunks + free_chunks;
   r.region_count = regions.size();
   r.cause = cause;
+  // A dump without a limit (no Stats block, no memory_limit, no regions to stand for it) says
+  // nothing of the limit or of the headroom below it: absent, not 0 (OomRecord::present).
+  if (limit == 0) r.present &= static_cast<std::uint16_t>(~(kOomLimit | kOomHeadroom));
   return r;
 }
 
