@@ -26,10 +26,37 @@ struct SequenceOptions {
   std::string trace;
   std::string capacity;
   bool json = false;
+  bool as_sequence = false;  // replay a state's live chunks as if allocated in address order
 };
 
-analysis::AllocationSequence LoadSequence(const std::string& path) {
+// Replay, compare and min-limit need a history: the order in which memory was allocated and freed.
+// A state has none; its live chunks replay as a sequence only when the user asks for it, and is
+// told what that assumes. A message has no allocations at all.
+void RequireHistory(const evidence::EvidenceInput& input, const SequenceOptions& options) {
+  switch (input.header().kind) {
+    case traces::EvidenceKind::kHistory: return;
+    case traces::EvidenceKind::kMessage:
+      throw UsageError(fmt::format("{}: an error message ({}) holds numbers, not allocations: there is nothing "
+                                   "to replay; `fragscope report` explains it", options.trace, input.format()));
+    case traces::EvidenceKind::kState:
+      if (!options.as_sequence) {
+        throw UsageError(fmt::format(
+            "{}: a state ({}): one moment of memory, not a history of allocations and frees, so there is no "
+            "order to replay; `fragscope report` says what it shows. Add --as-sequence to replay its live "
+            "chunks as allocations in address order with nothing freed in between (an assumption: peaks, "
+            "overhead and limits then describe that invented order, not the run)",
+            options.trace, input.format()));
+      }
+      spdlog::warn("{}: --as-sequence: a state replayed as its live chunks allocated in address order with "
+                   "nothing freed in between; the numbers describe that order, not the run", options.trace);
+      return;
+  }
+}
+
+analysis::AllocationSequence LoadSequence(const SequenceOptions& options) {
+  const std::string& path = options.trace;
   auto input = evidence::EvidenceInput::Open(path);
+  RequireHistory(*input, options);
   ProgressBar bar("reading", input->bytes_total());
   analysis::AllocationSequence sequence = analysis::BuildAllocationSequence(
       input->header(),
@@ -74,7 +101,7 @@ struct ReplayCommandOptions : SequenceOptions {
 
 int RunReplay(const ReplayCommandOptions& command) {
   if (!command.out.empty()) traces::RefuseOutputOverInput(command.out, {command.trace});
-  const analysis::AllocationSequence sequence = LoadSequence(command.trace);
+  const analysis::AllocationSequence sequence = LoadSequence(command);
   analysis::ReplayOptions options = MakeOptions(command, command.conf);
   options.continue_past_oom = command.continue_past_oom;
   std::unique_ptr<traces::TraceWriter> writer;
@@ -181,7 +208,7 @@ struct CompareRow {
 };
 
 int RunCompare(const CompareOptions& command) {
-  const analysis::AllocationSequence sequence = LoadSequence(command.trace);
+  const analysis::AllocationSequence sequence = LoadSequence(command);
   using Row = CompareRow;
   std::vector<Row> table;
   // Blocks live before recording (PyTorch snapshots): every row holds them, so the like-for-like
@@ -277,7 +304,7 @@ struct MinLimitOptions : SequenceOptions {
 };
 
 int RunMinLimit(const MinLimitOptions& command) {
-  const analysis::AllocationSequence sequence = LoadSequence(command.trace);
+  const analysis::AllocationSequence sequence = LoadSequence(command);
   analysis::ReplayOptions options = MakeOptions(command, command.conf);
   const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, options);
   const double overhead = analysis::DeviceMetrics::Overhead(result.min_limit, result.peak_load);
@@ -308,6 +335,9 @@ void AddCommon(CLI::App* sub, SequenceOptions* options) {
   sub->add_option("--capacity", options->capacity,
                   "size of the simulated device (default: the trace's device, else 80GiB)");
   sub->add_flag("--json", options->json, "print one JSON document on stdout");
+  sub->add_flag("--as-sequence", options->as_sequence,
+                "replay a state (a snapshot without history, a TensorFlow dump) as its live chunks "
+                "allocated in address order; without it a state is refused (there is no order to replay)");
 }
 
 }  // namespace

@@ -114,4 +114,25 @@ TEST_F(StateReport, TensorflowDumpJsonHasTheStatsAndNoTimeMetrics) {
   EXPECT_TRUE(d1["ooms"][0]["min_limit"].is_null());  // no minimal limit for a state
 }
 
+TEST_F(StateReport, ReplayCompareAndMinLimitRefuseAStateUnlessAskedToAssumeAnOrder) {
+  const std::string dump = Fixture("two_dumps_two_devices.log");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replay", dump, "--alloc-conf", "growth=on"},
+        std::vector<std::string>{"compare", dump, "--alloc-conf", "growth=on"},
+        std::vector<std::string>{"min-limit", dump, "--alloc-conf", "growth=on"}}) {
+    SCOPED_TRACE(args[0]);
+    const CliResult refused = Run(args);
+    EXPECT_EQ(refused.code, 2);
+    EXPECT_NE(refused.err.find(dump + ": a state (TensorFlow BFC log): one moment of memory, not a history"),
+              std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("Add --as-sequence"), std::string::npos) << refused.err;
+    std::vector<std::string> asked = args;
+    asked.push_back("--as-sequence");
+    const CliResult replayed = Run(asked);
+    EXPECT_NE(replayed.code, 2) << replayed.err;
+    EXPECT_NE(replayed.err.find("--as-sequence: a state replayed as its live chunks allocated in address order"),
+              std::string::npos) << replayed.err;
+  }
+}
+
 }  // namespace
