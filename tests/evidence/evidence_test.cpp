@@ -121,7 +121,7 @@ std::string ErrorOf(F&& open_and_read) {
 }
 
 const std::vector<std::string> kBuiltinNames = {"fragscope trace", "PyTorch memory snapshot", "JSON Lines",
-                                                "RMM log (CSV)", "TensorFlow BFC log"};
+                                                "RMM log (CSV)", "TensorFlow BFC log", "OOM error message"};
 
 // ---- the registry -----------------------------------------------------------------------------
 
@@ -139,6 +139,10 @@ TEST(ReaderRegistry, EachSampleIsClaimedFirstByItsOwnReader) {
       {kSource + "/traces/samples/synth-small.fst", "fragscope trace"},
       {kSource + "/../shared/data/torch/pt_eor_cnn_counterfactuals.pickle", "PyTorch memory snapshot"},
       {kSource + "/tests/import/fixtures/tf/tf12_separate_loops.log", "TensorFlow BFC log"},
+      {TempFile("oom.log", "step 1\nRuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB "
+                           "total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total "
+                           "by PyTorch)\n"),
+       "OOM error message"},
       {TempFile("sample.jsonl", "\n  {\"type\": \"header\"}\n"), "JSON Lines"},
       {TempFile("sample.csv", "Thread,Time,Action,Pointer,Size,Stream\n1,14:02:11.123456,allocate,0x1000,4096,0x0\n"),
        "RMM log (CSV)"},
@@ -163,7 +167,7 @@ TEST(ReaderRegistry, EachSampleIsClaimedFirstByItsOwnReader) {
 
 TEST(ReaderRegistry, ListsAndMessagesComeFromTheRegistry) {
   EXPECT_EQ(ListReaders(ReaderList::kNames),
-            "fragscope trace, PyTorch memory snapshot, JSON Lines, RMM log (CSV) or TensorFlow BFC log");
+            "fragscope trace, PyTorch memory snapshot, JSON Lines, RMM log (CSV), TensorFlow BFC log or OOM error message");
   const std::string descriptions = ListReaders(ReaderList::kDescriptions);
   EXPECT_EQ(UnknownFormatMessage(), "unknown format: not a " + descriptions);
   EXPECT_NE(TraceArgumentHelp().find(descriptions), std::string::npos);

@@ -297,7 +297,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
              Greater(need, W) ? ">" : "≤", W.text);
       if (Greater(need, W)) {
         b.Cause(OomCause::kCapacity,
-                fmt::format("capacity of the allowed share: the process may hold {} (a memory fraction of the {} device); it holds {} and a new "
+                fmt::format("the process may hold {} (a memory fraction of the {} device); it holds {} and a new "
                             "{} segment would pass that", W.text, T ? T->text : "whole", Fmt(Rv->v), Fmt(S.v)));
         b.Advice(fmt::format("the limit is the per-process memory fraction, not the device{}: raise "
                              "torch.cuda.set_per_process_memory_fraction (or the test harness's fraction)",
@@ -382,7 +382,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
   if (Greater(R, FU)) {
     // 6. Capacity: even every free and cached byte together is too little.
     b.Cause(OomCause::kCapacity,
-            fmt::format("capacity: the request {} is more than the free memory and PyTorch's cache together ({}); "
+            fmt::format("the request {} is more than the free memory and PyTorch's cache together ({}); "
                         "PyTorch holds {} in live tensors", R.text, Fmt(FU.v), A ? A->text : "?"));
     const double have = (A ? A->v : 0) + FU.v;
     b.Advice(BatchEstimate(have, (A ? A->v : 0) + R.v) +
@@ -396,7 +396,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
   if (LessEq(R, FU)) {
     // 7. Fragmentation: enough bytes, none contiguous.
     b.Cause(OomCause::kFragmentation,
-            fmt::format("fragmentation: {} is free or cached (F + U = {}), more than the request {}, but no single "
+            fmt::format("{} is free or cached (F + U = {}), more than the request {}, but no single "
                         "block holds it: the cache is split inside partly used segments (PyTorch already released "
                         "every fully free one before failing)", Fmt(FU.v), Fmt(FU.v), R.text));
     if (A && T && A->v >= 0.95 * T->v) {
@@ -504,7 +504,7 @@ void DiagnoseMps(const OomMessage& m, MessageDiagnosis& d) {
     b.Advice("the other allocations are Metal memory outside PyTorch's heaps in this process (another library, "
              "graphics, or tensors converted outside torch): release them, or torch.mps.empty_cache() between stages");
   } else {
-    b.Cause(OomCause::kCapacity, fmt::format("capacity: PyTorch's {} plus other {} plus the request pass the {} "
+    b.Cause(OomCause::kCapacity, fmt::format("PyTorch's {} plus other {} plus the request pass the {} "
                                              "limit by {}", M.text, O.text, W.text, Fmt(need.v - W.v)));
     b.Advice(BatchEstimate(W.v - O.v, M.v + R.v));
   }
@@ -552,7 +552,7 @@ void DiagnoseXlaRuntime(const OomMessage& m, MessageDiagnosis& d) {
     }
     if (total >= static_cast<double>(kSmallProgram)) {
       b.Cause(OomCause::kCapacity,
-              fmt::format("capacity: the compiled program alone needs {} of device memory (the request {} is its {} "
+              fmt::format("the compiled program alone needs {} of device memory (the request {} is its {} "
                           "buffer); the device's pool had less room", m.xla->total->text, Fmt(R.v),
                           m.xla->preallocated_temp &&
                                   std::fabs(static_cast<double>(m.xla->preallocated_temp->bytes) - R.v) <=
@@ -600,7 +600,7 @@ void DiagnoseTpu(const OomMessage& m, MessageDiagnosis& d) {
     return;
   }
   if (Greater(used, cap)) {
-    b.Cause(OomCause::kCapacity, fmt::format("capacity: the compiled program needs {} of {} per core, {:.2f}× the "
+    b.Cause(OomCause::kCapacity, fmt::format("the compiled program needs {} of {} per core, {:.2f}× the "
                                              "{} it has (decided at compile time)", used.text, t.space, used.v / cap.v,
                                              cap.text));
     b.Advice("shard over more cores (a larger mesh / more model parallelism), a smaller per-core batch, or "
