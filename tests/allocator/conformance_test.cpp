@@ -1,6 +1,7 @@
 // The allocator conformance suite: every backing that works on this machine (sim, host; cuda, vmm
 // and async where a GPU is present) under every policy must pass the same behavioural checks.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <random>
@@ -11,38 +12,73 @@
 #include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "support/device_memory.hpp"
+#include "fragscope/allocator/policy.hpp"
+#include "policy_cases.hpp"
 #include "support/recording_sink.hpp"
 
 namespace fragscope {
 namespace {
 
-struct PolicyCase {
-  const char* name;
-  const char* conf;
+using testing::PolicyCase;
+
+// A policy registered here, at start-up, outside the library (as a program embedding fragscope
+// would): it forwards to bfc and counts the allocations it forwards. The tables below list it
+// with every other registered policy; PolicyTables checks that they do.
+std::atomic<int> toy_allocations{0};
+
+class CountingAllocator final : public DeviceAllocator {
+ public:
+  explicit CountingAllocator(std::unique_ptr<DeviceAllocator> upstream) : upstream_(std::move(upstream)) {}
+  void* TryAllocate(std::uint64_t bytes, const AllocOptions& options, OomReport* report) override {
+    ++toy_allocations;
+    return upstream_->TryAllocate(bytes, options, report);
+  }
+  void Free(void* ptr) override { upstream_->Free(ptr); }
+  AllocatorStats Stats() const override { return upstream_->Stats(); }
+  void ResetPeaks() override { upstream_->ResetPeaks(); }
+  AllocatorSnapshot Snapshot() const override { return upstream_->Snapshot(); }
+  std::optional<OomReport> LastOom() const override { return upstream_->LastOom(); }
+  std::uint64_t ReleaseFreeRegions() override { return upstream_->ReleaseFreeRegions(); }
+  void CheckInvariants() const override { upstream_->CheckInvariants(); }
+  void SetSink(traces::EventSink* sink) override { upstream_->SetSink(sink); }
+  void Mark(std::string_view name) override { upstream_->Mark(name); }
+  std::uint32_t device() const override { return upstream_->device(); }
+  std::uint64_t limit() const override { return upstream_->limit(); }
+
+ private:
+  std::unique_ptr<DeviceAllocator> upstream_;
 };
 
-std::ostream& operator<<(std::ostream& os, const PolicyCase& c) { return os << c.conf; }
+const bool kToyRegistered = [] {
+  Policy toy;
+  toy.name = "toy";
+  toy.description = "counts the allocations it forwards to bfc (conformance_test)";
+  toy.create = [](const PolicyContext& context) -> std::unique_ptr<DeviceAllocator> {
+    return std::make_unique<CountingAllocator>(FindPolicy("bfc")->create(context));
+  };
+  RegisterPolicy(std::move(toy));
+  return true;
+}();
 
-const PolicyCase kCases[] = {
-    {"sim_growth", "backing=sim,capacity=4GiB,limit=1GiB"},
-    {"sim_no_growth", "backing=sim,capacity=4GiB,limit=1GiB,growth=off"},
-    {"sim_preallocate", "backing=sim,capacity=4GiB,limit=1GiB,preallocate=0.25"},
-    {"sim_expandable", "backing=sim,capacity=4GiB,limit=1GiB,expandable=on"},
-    {"sim_no_gc", "backing=sim,capacity=4GiB,limit=1GiB,gc=off"},
-    {"sim_passthrough", "backing=sim,capacity=4GiB,limit=1GiB,passthrough=on"},
-    {"sim_virtual_devices", "backing=sim,capacity=4GiB,virtual_devices=1GiB+512MiB"},
-    {"host_growth", "backing=host,capacity=8GiB,limit=1GiB"},
-    {"host_no_growth", "backing=host,capacity=8GiB,limit=1GiB,growth=off"},
-    {"host_preallocate", "backing=host,capacity=8GiB,limit=1GiB,preallocate=0.125"},
-    {"host_expandable", "backing=host,capacity=8GiB,limit=1GiB,expandable=on"},
-    {"host_passthrough", "backing=host,capacity=8GiB,limit=1GiB,passthrough=on"},
-    {"host_virtual_devices", "backing=host,capacity=8GiB,virtual_devices=1GiB+512MiB"},
-    {"cuda_growth", "backing=cuda,limit=1GiB"},
-    {"cuda_passthrough", "backing=cuda,limit=1GiB,passthrough=on"},
-    {"vmm_growth", "backing=vmm,limit=1GiB"},
-    {"vmm_expandable", "backing=vmm,limit=1GiB,expandable=on"},
-    {"async_passthrough", "backing=async,limit=1GiB,passthrough=on"},
-};
+// Every registered policy on every backing (TraitsOf says which can grow in place; the policy's
+// own check which combinations it takes), with the variants a policy reacts to.
+std::vector<PolicyCase> ConformanceCases() {
+  const std::vector<testing::BackingBase> backings = {
+      {BackingKind::kSim, "backing=sim,capacity=4GiB", ",limit=1GiB"},
+      {BackingKind::kHost, "backing=host,capacity=8GiB", ",limit=1GiB"},
+      {BackingKind::kCuda, "backing=cuda", ",limit=1GiB"},
+      {BackingKind::kVmm, "backing=vmm", ",limit=1GiB"},
+      {BackingKind::kAsync, "backing=async", ",limit=1GiB"},
+  };
+  const std::vector<testing::Variant> variants = {
+      {"growth_off", ",growth=off"},
+      {"preallocate", ",preallocate=0.125"},
+      {"expandable", ",expandable=on", true, true},
+      {"gc_off", ",gc=off"},
+      {"virtual_devices", ",virtual_devices=1GiB+512MiB", false, false, true},
+  };
+  return testing::EnumeratePolicyCases(backings, variants);
+}
 
 class Conformance : public ::testing::TestWithParam<PolicyCase> {
  protected:
@@ -367,7 +403,35 @@ TEST_P(Conformance, SizesNearEveryPowerOfTwoNeverOverlap) {
   EXPECT_EQ(allocator().Stats().allocations, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllBackingsAndPolicies, Conformance, ::testing::ValuesIn(kCases),
+// The table is the registry's: the toy registered above is in it on every backing that takes it,
+// with the variants MemorySystem gives every policy; the variants only bfc reacts to are bfc's.
+TEST(PolicyTables, EveryRegisteredPolicyOnEveryBackingThatTakesIt) {
+  std::vector<std::string> names;
+  for (const PolicyCase& c : ConformanceCases()) names.push_back(c.name);
+  const std::vector<std::string> expected = {
+      "sim_bfc", "sim_bfc_growth_off", "sim_bfc_preallocate", "sim_bfc_expandable", "sim_bfc_gc_off",
+      "sim_bfc_virtual_devices", "sim_passthrough", "sim_passthrough_virtual_devices", "sim_toy",
+      "sim_toy_virtual_devices", "host_bfc", "host_bfc_growth_off", "host_bfc_preallocate", "host_bfc_expandable",
+      "host_bfc_gc_off", "host_bfc_virtual_devices", "host_passthrough", "host_passthrough_virtual_devices",
+      "host_toy", "host_toy_virtual_devices", "cuda_bfc", "cuda_bfc_growth_off", "cuda_bfc_preallocate",
+      "cuda_bfc_gc_off", "cuda_bfc_virtual_devices", "cuda_passthrough", "cuda_passthrough_virtual_devices",
+      "cuda_toy", "cuda_toy_virtual_devices", "vmm_bfc", "vmm_bfc_growth_off", "vmm_bfc_preallocate",
+      "vmm_bfc_expandable", "vmm_bfc_gc_off", "vmm_bfc_virtual_devices", "vmm_passthrough",
+      "vmm_passthrough_virtual_devices", "vmm_toy", "vmm_toy_virtual_devices", "async_passthrough",
+      "async_passthrough_virtual_devices"};
+  EXPECT_EQ(names, expected);
+
+  // MemorySystem builds the toy by name; the allocations go through it.
+  const int before = toy_allocations.load();
+  auto system = MemorySystem::Create(ParseAllocConf("backing=sim,capacity=1GiB,limit=64MiB,policy=toy"));
+  void* ptr = system->device(0).Allocate(4096);
+  EXPECT_EQ(toy_allocations.load() - before, 1);
+  EXPECT_EQ(system->device(0).Stats().reserved, 2 * MiB) << "bfc underneath: its first region";
+  system->device(0).Free(ptr);
+  system->device(0).CheckInvariants();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackingsAndPolicies, Conformance, ::testing::ValuesIn(ConformanceCases()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
