@@ -13,6 +13,8 @@
 #   tf_log          the TensorFlow / XLA BFC log reader (also seeded, read in place, with
 #                   ../shared/data/tf when present)
 #   rmm_csv         the RAPIDS RMM CSV log reader, and the writer's round trip
+#   oom_message     out-of-memory error messages and their diagnosis (also seeded, read in place,
+#                   with ../shared/data/oom_messages when present)
 #   allocator_api   the allocator's API on sim and host backings under every policy: sizes near
 #                   every power of two and 2^64, frees of foreign and interior pointers
 #   alloc_conf      the configuration parser (--alloc-conf, FRAGSCOPE_ALLOC_CONF)
@@ -46,14 +48,16 @@ case "$target" in
   pickle_reader) max_len=65536 ;;
   tf_log) max_len=262144 ;;
   rmm_csv) max_len=65536 ;;
+  oom_message) max_len=65536 ;;
   allocator_api) max_len=4096 ;;
   alloc_conf) max_len=1024 ;;
   *) echo "error: unknown fuzz target '$target' (trace_reader, pickle_reader, tf_log, rmm_csv," \
-          "allocator_api, alloc_conf)" >&2; exit 2 ;;
+          "oom_message, allocator_api, alloc_conf)" >&2; exit 2 ;;
 esac
 seed_dirs=("fuzz/corpus/$target")
 if [ "$target" = tf_log ]; then seed_dirs+=(tests/import/fixtures/tf); fi
 if [ "$target" = tf_log ] && [ -d ../shared/data/tf ]; then seed_dirs+=(../shared/data/tf); fi
+if [ "$target" = oom_message ] && [ -d ../shared/data/oom_messages ]; then seed_dirs+=(../shared/data/oom_messages); fi
 
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
        -fno-sanitize-recover=all -DFRAGSCOPE_FUZZING=1 -Itraces/include)
@@ -112,6 +116,7 @@ case "$target" in
     TARGET_LIBS=("$ALLOC_LIB" "$LIB")
     FLAGS+=(-Iallocator/include)
     ;;
+  oom_message) FLAGS+=(-Iinspector/analysis/include) ;;  # the diagnosis source is compiled in
 esac
 
 OUT=build/fuzz/$target
