@@ -408,7 +408,11 @@ TEST(TfBfcLogHostile, BinLinesAndRequestedSizesThatAreNoSizesAreWarnings) {
     EXPECT_TRUE(d[0].errors.empty());
     EXPECT_TRUE(HasWarning(d[0].warnings, "h.log:4: a chunk line whose address is not hexadecimal: left out"))
         << JoinWarnings(d[0].warnings);
-    EXPECT_EQ(d[0].in_use, 768u);
+    // The chunk list now holds one in-use chunk of two: the Stats block is the truth.
+    EXPECT_EQ(d[0].listed_in_use, 768u);
+    EXPECT_EQ(d[0].in_use, 1536u);
+    EXPECT_TRUE(d[0].from_stats);
+    EXPECT_TRUE(HasWarning(d[0].warnings, "the chunk list is incomplete")) << JoinWarnings(d[0].warnings);
     const auto r = ParseTfBfcLog(Hostile(3, "I] Next region of size many"), "h.log");
     EXPECT_TRUE(HasWarning(r[0].warnings, "h.log:3: region size (\"Next region of size\") is not followed by a "
                                           "number: left out"))

@@ -22,11 +22,13 @@ namespace {
 using namespace tftext;
 
 constexpr std::string_view kHeader = "ran out of memory trying to allocate ";
+constexpr std::string_view kOomAfterDump = "Ran out of memory trying to allocate ";  // TF 0.x
 constexpr std::string_view kNotFailure = "caller indicates that this is not a failure";
 
 bool HasContent(const TfBfcDump& d) {
   return !d.chunks.empty() || !d.bins.empty() || !d.regions.empty() || d.stats.fields > 0 ||
-         !d.occupancy.empty() || d.total_region_allocated.has_value() || !d.errors.empty();
+         !d.occupancy.empty() || d.total_region_allocated.has_value() || !d.errors.empty() ||
+         d.bin_for != 0;
 }
 
 enum class Unit { kSize, kCount };
@@ -69,6 +71,10 @@ class Scanner {
   void Line(std::string_view text, std::size_t line) {
     line_ = line;
     if (text.find(kHeader) != std::string_view::npos) return Header(text);
+    if (auto p = text.find(kOomAfterDump); p != std::string_view::npos)
+      return OomAfterDump(text, text.substr(p + kOomAfterDump.size()));
+    if (auto p = text.find("Bin for "); p != std::string_view::npos && text.find(" was ", p) != std::string_view::npos)
+      return BinFor(text.substr(p + 8));
     if (auto p = text.find("BFCAllocator dump for "); p != std::string_view::npos)
       return DumpFor(Trim(text.substr(p + 22)));
     if (text.find("allocation summary follows") != std::string_view::npos) return;
@@ -188,7 +194,35 @@ class Scanner {
       const std::string_view rest = text.substr(p + 11);
       if (auto q = rest.find(')'); q != std::string_view::npos) d.allocator = std::string(rest.substr(0, q));
     }
-    std::string_view rest = text.substr(text.find(kHeader) + kHeader.size());
+    TakeRequest(d, text.substr(text.find(kHeader) + kHeader.size()));
+  }
+
+  // TF 0.x prints "Ran out of memory trying to allocate 29.91MiB.  See logs for memory state."
+  // after its dump (which has no header of its own): the OOM of the dump just printed, until the
+  // next dump starts. With no such dump it is an OOM with nothing else (a header-only dump).
+  void OomAfterDump(std::string_view text, std::string_view rest) {
+    TfBfcDump* cur = Current();
+    TfBfcDump& d = cur != nullptr && !cur->has_header && HasContent(*cur) ? *cur : NewDump();
+    d.has_header = true;
+    if (d.time_unix_ns == 0)
+      if (auto t = ParseLogTimestamp(text)) d.time_unix_ns = *t;
+    TakeRequest(d, rest);
+    complete_ = true;  // what follows is another dump
+  }
+
+  // "Bin for 8.49GiB was 256.00MiB, Chunk State:": TF searched its bins for that (rounded) size;
+  // the request of a fragment whose "ran out of memory" line was lost.
+  void BinFor(std::string_view rest) {
+    const ScannedNumber size = ScanHumanBytes(rest);
+    if (size.kind != NumberKind::kValue || !IsRepresentableSize(size.value) || size.value == 0) return;
+    TfBfcDump& d = Open(false);
+    if (d.bin_for != 0) return;
+    d.bin_for = size.value;
+    d.bin_for_line = line_;
+  }
+
+  // The request a header (or TF 0.x's line after the dump) prints after "trying to allocate ".
+  void TakeRequest(TfBfcDump& d, std::string_view rest) {
     const ScannedNumber request = ScanHumanBytes(rest);
     if (request.kind == NumberKind::kValue) {
       d.request = request.value;
@@ -465,7 +499,8 @@ class Scanner {
 
   void BarLine(std::string_view text) {
     TfBfcDump* d = Current();
-    if (d == nullptr || !d->has_header || !d->occupancy.empty()) return;
+    // A fragment's bar counts once its Stats block was printed (the bar follows it).
+    if (d == nullptr || (!d->has_header && d->stats.fields == 0) || !d->occupancy.empty() || complete_) return;
     std::string_view msg = text;
     if (auto p = msg.rfind("] "); p != std::string_view::npos) msg = msg.substr(p + 2);
     msg = Trim(msg);

@@ -17,6 +17,8 @@
 namespace fragscope::traces {
 namespace {
 
+std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) { return CheckedAdd(a, b).value_or(UINT64_MAX); }
+
 // TensorFlow's BinNumForSize: 21 bins, 256 B << index, the last one open-ended.
 std::uint64_t TfBinSize(std::uint64_t bytes) {
   std::uint64_t v = std::max<std::uint64_t>(bytes, 256) >> 8;
@@ -203,9 +205,29 @@ void CheckBins(TfBfcDump& d, const Warner& warn) {
   }
 }
 
+// The bytes in regions that the dump itself counts (Stats Reserved when TF printed it non-zero,
+// else total_region_allocated_bytes_), or 0 when it prints neither.
+std::uint64_t PrintedReserved(const TfBfcDump& d) {
+  if (d.stats.reserved && *d.stats.reserved > 0) return *d.stats.reserved;
+  return d.total_region_allocated.value_or(0);
+}
+
+// Whether the listed chunks hold less than the Stats block counts: the chunk list was cut.
+bool ChunkListCut(const TfBfcDump& d) {
+  return (d.stats.in_use && *d.stats.in_use > d.in_use) || PrintedReserved(d) > d.reserved;
+}
+
 void CheckStats(TfBfcDump& d, const Warner& warn) {
   const TfBfcStats& s = d.stats;
   const bool chunks = !d.chunks.empty();
+  // A list that holds less than the counts is a cut list (TakeStatsWhereCut), not a disagreement.
+  if (chunks && ChunkListCut(d)) {
+    if (s.in_use && *s.in_use < d.in_use)
+      warn(d.line, fmt::format("Stats InUse is {} but the in-use chunks add up to {}", *s.in_use, d.in_use));
+    if (s.limit && d.memory_limit && *s.limit != *d.memory_limit)
+      warn(d.line, fmt::format("Stats Limit is {} but memory_limit_ is {}", *s.limit, *d.memory_limit));
+    return;
+  }
   if (chunks && s.in_use && *s.in_use != d.in_use)
     warn(d.line, fmt::format("Stats InUse is {} but the in-use chunks add up to {}", *s.in_use, d.in_use));
   if (s.limit && d.memory_limit && *s.limit != *d.memory_limit)
@@ -223,6 +245,45 @@ void CheckStats(TfBfcDump& d, const Warner& warn) {
       warn(d.line, fmt::format("Stats LargestFreeBlock is {} but the largest free chunk is {}",
                                *s.largest_free_block, d.largest_free));
   }
+}
+
+// A chunk list that holds less than the Stats block (or total_region_allocated_bytes_) counts was
+// cut (by the log, or by whoever pasted it): the dump's own counters are the truth. The OOM's
+// numbers come from them; what only the list gives (a largest free chunk when Stats has none)
+// is a lower bound. Keeps ClassifyOom's invariants: reserved >= in use + largest free.
+void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
+  if (!ChunkListCut(d)) return;
+  const TfBfcStats& s = d.stats;
+  d.from_stats = true;
+  std::uint64_t listed_free = 0;
+  for (const TfBfcChunk& c : d.chunks)
+    if (!c.in_use) listed_free += c.size;
+  const std::uint64_t in_use = s.in_use ? std::max(*s.in_use, d.in_use) : d.in_use;
+  const std::uint64_t printed = PrintedReserved(d);
+  std::uint64_t largest = s.largest_free_block && *s.largest_free_block > 0 ? *s.largest_free_block : d.largest_free;
+  std::uint64_t reserved = std::max(printed, d.reserved);
+  // Without a printed reserved count the regions hold at least what is in use and the free chunks listed.
+  const std::uint64_t at_least = SaturatingAdd(in_use, std::max(listed_free, largest));
+  const bool reserved_bound = reserved < at_least;
+  if (reserved_bound) reserved = at_least;
+  d.live_requested = SaturatingAdd(d.live_requested, in_use - d.in_use);
+  d.in_use = in_use;
+  d.reserved = reserved;
+  d.free_in_regions = reserved - in_use;
+  d.largest_free = std::min(largest, d.free_in_regions);
+  std::string counts;
+  if (s.in_use) counts += fmt::format("InUse {}", *s.in_use);
+  if (printed > 0)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ",
+                          s.reserved && *s.reserved > 0 ? "Reserved" : "total_region_allocated_bytes_", printed);
+  warn(d.line, fmt::format(
+                   "the chunk list is incomplete: the chunks listed hold {} in use in {} of regions where the dump "
+                   "counts {}; the OOM's numbers are the dump's own counts: in use {}, reserved {}{}, free in "
+                   "regions {}, largest free {}{}",
+                   d.listed_in_use, d.listed_reserved, counts, d.in_use, d.reserved,
+                   reserved_bound ? " (at least: not printed)" : "", d.free_in_regions, d.largest_free,
+                   s.largest_free_block && *s.largest_free_block > 0 ? " (Stats LargestFreeBlock)"
+                                                                      : " (the largest listed: at least)"));
 }
 
 // Header-only dumps: what the Stats block and the occupancy bar tell.
@@ -243,6 +304,7 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
     warn(d.line, "reserved bytes not printed: taken as the limit");
   }
   const std::uint64_t cells = bar ? d.occupancy.size() : 0;
+  const std::uint64_t free_cells = cells - star - pad;
   if (s.in_use) d.in_use = *s.in_use;
   else if (bar && d.reserved > 0)
     d.in_use = static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
@@ -255,11 +317,29 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
   if (bar && d.reserved > 0)
     d.largest_free = static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
                                                 static_cast<long double>(longest_free) / static_cast<long double>(cells));
+  // Stats LargestFreeBlock, where TF printed it (non-zero), is exact: it wins over the bar.
+  if (s.largest_free_block && *s.largest_free_block > 0) d.largest_free = *s.largest_free_block;
+  // The regions hold at least what is in use and the largest free block (ClassifyOom's invariant):
+  // without a printed reserved count that is all that is known of them.
+  if (const std::uint64_t at_least = SaturatingAdd(d.in_use, d.largest_free); d.reserved < at_least && at_least > 0) {
+    d.reserved = at_least;
+    warn(d.line, fmt::format("reserved bytes not printed: taken as at least the bytes in use{} ({})",
+                             d.largest_free > 0 ? " and the largest free block" : "", d.reserved));
+  }
   d.free_in_regions = d.reserved > d.in_use ? d.reserved - d.in_use : 0;
-  std::string what = "chunk detail missing: only the OOM header";
-  if (s.fields > 0) what += ", the Stats block";
-  if (bar) what += fmt::format(", the occupancy bar ({} of {} cells in use, {} of them requested bytes)",
-                               star + pad, cells, star);
+  std::vector<std::string> parts;
+  if (d.has_header) parts.emplace_back("the OOM header");
+  if (s.fields > 0) parts.emplace_back("the Stats block");
+  if (d.total_region_allocated) parts.emplace_back("total_region_allocated_bytes_");
+  if (bar)
+    parts.push_back(fmt::format("the occupancy bar ({} of {} cells in use, {} of them requested bytes; {} "
+                                "free, the longest free run {})",
+                                star + pad, cells, star, free_cells, longest_free));
+  if (!bar && !d.occupancy.empty()) parts.emplace_back("\"<allocator contains no memory>\"");
+  std::string what = "chunk detail missing: only ";
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    what += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  if (parts.empty()) what += "the dump's start";
   what += " survived";
   if (bar) what += d.reserved > 0 ? "; in use, live requested and largest free are estimated from the bar "
                                     "(1% resolution)"
@@ -271,10 +351,23 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
 
 void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   const Warner warn{d, name};
+  bool request_from_bin = false;
+  if (!d.has_header && d.bin_for > 0) {
+    // TF prints "Bin for N was M" only when it dumps at an OOM: N is the size it searched for.
+    d.has_header = true;
+    d.request = d.bin_for;
+    d.request_exact = false;
+    request_from_bin = true;
+    warn(d.bin_for_line,
+         fmt::format("no \"ran out of memory\" line: the request is taken from \"Bin for\" (the rounded size "
+                     "TensorFlow searched its bins for at the OOM), known only as printed (rounded to 2 "
+                     "decimals): {} bytes; the allocator is unknown", d.request));
+  }
   if (!d.has_header)
-    warn(d.line, "no \"ran out of memory\" header: a fragment of a dump; request, allocator and limit "
-                 "unknown, no oom event");
-  else if (!d.request_exact && d.request > 0)
+    warn(d.line, fmt::format("no \"ran out of memory\" header: a fragment of a dump; request, allocator{} "
+                             "unknown, no oom event",
+                             d.stats.limit || d.memory_limit ? " (the limit is the dump's own)" : " and limit"));
+  else if (!d.request_exact && d.request > 0 && !request_from_bin)
     warn(d.line, fmt::format("the request is known only as printed (rounded to 2 decimals): {} bytes",
                              d.request));
   if (d.has_header && d.rounded == 0) d.rounded = tftext::RoundUp256(d.request);
@@ -303,6 +396,9 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
                                    "up to more than 4 EiB ({} bytes), the largest size fragscope represents",
                                    d.reserved, d.in_use, kMaxBytes));
   d.free_in_regions = d.reserved > d.in_use ? d.reserved - d.in_use : 0;
+  d.listed_in_use = d.in_use;
+  d.listed_reserved = d.reserved;
+  d.host_memory = TfHostAllocator(d.allocator);
 
   if (d.stats.limit) d.limit = *d.stats.limit;
   else if (d.memory_limit) d.limit = *d.memory_limit;
@@ -311,6 +407,7 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   } else {
     CheckStats(d, warn);
     CheckBins(d, warn);
+    TakeStatsWhereCut(d, warn);
   }
   if (d.limit == 0 && d.reserved > 0 && d.has_header) {
     d.limit = d.reserved;

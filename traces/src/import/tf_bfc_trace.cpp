@@ -69,6 +69,31 @@ std::optional<std::uint32_t> TfAllocatorDevice(std::string_view allocator) {
   return std::nullopt;
 }
 
+bool TfHostAllocator(std::string_view allocator) {
+  std::string lower(allocator);
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return lower.find("host") != std::string::npos || lower.find("pinned") != std::string::npos;
+}
+
+namespace {
+
+// The occupancy bar in words, when nothing else gives bytes: the fractions it shows.
+std::string BarFractions(const std::string& bar) {
+  if (bar.empty() || bar.front() == '<') return {};
+  std::size_t used = 0, run = 0, longest = 0;
+  for (char c : bar) {
+    if (c != '_') ++used;
+    run = c == '_' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const auto percent = [&](std::size_t n) { return static_cast<unsigned>((n * 100 + bar.size() / 2) / bar.size()); };
+  return fmt::format("only the occupancy bar gives the memory: {}% in use, {}% free (the longest free run {}%), of "
+                     "bytes it does not print",
+                     percent(used), percent(bar.size() - used), percent(longest));
+}
+
+}  // namespace
+
 // What the dump itself says about the moment: the numbers its Stats block (and the allocator's
 // summary lines) printed — the allocator's own counters, whole even when the chunk list was cut —
 // and what its listed layout lacks. What the listed layout adds up to is the analysis's job.
@@ -88,6 +113,10 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
     for (std::size_t c = r.first_chunk; c < r.first_chunk + r.chunk_count; ++c) covered += d.chunks[c].size;
   }
   std::vector<std::string> missing;
+  // What the listed layout adds up to (in_use and reserved above are the Stats block's where the
+  // chunk list was cut).
+  const std::uint64_t printed_reserved =
+      d.stats.reserved && *d.stats.reserved > 0 ? *d.stats.reserved : d.total_region_allocated.value_or(0);
   if (d.regions.empty() && d.chunks.empty()) {
     missing.push_back("no region or chunk list (the layout is unknown)");
   } else {
@@ -95,15 +124,22 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
       missing.push_back(fmt::format("the chunks listed cover {} of the {} its regions hold (the rest of the "
                                     "chunk list is not in the log)", FormatBytes(covered), FormatBytes(listed)));
     }
-    if (d.stats.in_use && *d.stats.in_use != d.in_use) {
+    if (d.stats.in_use && *d.stats.in_use != d.listed_in_use) {
       missing.push_back(fmt::format("the chunks listed hold {} in use where its Stats say {}",
-                                    FormatBytes(d.in_use), FormatBytes(*d.stats.in_use)));
+                                    FormatBytes(d.listed_in_use), FormatBytes(*d.stats.in_use)));
+    }
+    if (printed_reserved > d.listed_reserved) {
+      missing.push_back(fmt::format("the regions listed hold {} where it counts {} reserved",
+                                    FormatBytes(d.listed_reserved), FormatBytes(printed_reserved)));
     }
   }
   if (d.stats.fields == 0) missing.push_back("no Stats block");
   if (d.limit == 0) missing.push_back("no limit");
+  if (d.stats.fields == 0 && !d.total_region_allocated)
+    if (std::string bar = BarFractions(d.occupancy); !bar.empty()) missing.push_back(std::move(bar));
   s.layout_complete = (!d.regions.empty() || !d.chunks.empty()) && covered >= listed &&
-                      (!d.stats.in_use || *d.stats.in_use == d.in_use);
+                      (!d.stats.in_use || *d.stats.in_use == d.listed_in_use) &&
+                      printed_reserved <= d.listed_reserved;
   for (std::size_t i = 0; i < missing.size(); ++i) s.missing += (i == 0 ? "" : "; ") + missing[i];
   return s;
 }
@@ -144,6 +180,11 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
     desc.index = index;
     desc.name = allocator.empty() ? "unknown TensorFlow allocator" : allocator;
     desc.backing = "tensorflow";
+    if (TfHostAllocator(allocator)) {
+      // TensorFlow's pinned (page-locked) host pool: host RAM the GPU can copy from, not GPU memory.
+      desc.name += " (pinned host memory)";
+      desc.backing = "tensorflow pinned host memory";
+    }
     for (const TfBfcDump& d : dumps)
       if (d.allocator == allocator && d.limit > 0 && desc.limit == 0) desc.limit = desc.capacity = d.limit;
     trace.header.devices.push_back(desc);

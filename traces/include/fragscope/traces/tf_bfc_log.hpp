@@ -66,7 +66,12 @@ struct TfBfcError {
 struct TfBfcDump {
   // What the log says.
   std::string allocator;             // "GPU_0_bfc"; empty when the dump has no header
-  bool has_header = false;           // an "ran out of memory trying to allocate" line was seen
+  // The dump records an OOM: a "ran out of memory trying to allocate" header was seen, TF 0.x's
+  // "Ran out of memory trying to allocate N" after the dump, or (a fragment) a "Bin for N was"
+  // line, which TF prints only when it dumps at an OOM.
+  bool has_header = false;
+  std::uint64_t bin_for = 0;         // "Bin for 8.49GiB was 256.00MiB": the first size (0: none)
+  std::size_t bin_for_line = 0;
   std::size_t line = 0;              // 1-based line where the dump starts
   std::uint64_t time_unix_ns = 0;    // timestamp of that line, 0 when it has none
   std::uint64_t request = 0;         // requested bytes (0 when unknown)
@@ -92,6 +97,14 @@ struct TfBfcDump {
   std::uint64_t largest_free = 0;    // largest free chunk
   std::uint64_t in_use_chunks = 0;
   std::uint64_t free_chunks = 0;
+  // What the listed chunks and regions add up to. When they hold less than the Stats block (or
+  // total_region_allocated_bytes_) counts, the chunk list was cut: in_use, reserved,
+  // free_in_regions, largest_free and live_requested above come from the Stats block instead
+  // (`from_stats`), and a warning says so (docs/importers.md).
+  std::uint64_t listed_in_use = 0;
+  std::uint64_t listed_reserved = 0;
+  bool from_stats = false;
+  bool host_memory = false;          // a pinned host allocator (cuda_host_bfc, gpu_host_bfc, ...)
   OomCause cause = OomCause::kCapacity;
   bool cause_known = false;          // false for fragments and header-only dumps without numbers
 
@@ -100,6 +113,10 @@ struct TfBfcDump {
 
 // Device index of an allocator name: "GPU_3_bfc" -> 3; nullopt for others ("gpu_host_bfc").
 std::optional<std::uint32_t> TfAllocatorDevice(std::string_view allocator);
+
+// Whether an allocator name is one of TensorFlow's pinned (page-locked) host memory allocators:
+// "cuda_host_bfc", "gpu_host_bfc", "GPU_0_host_bfc", "pinned..." (any case).
+bool TfHostAllocator(std::string_view allocator);
 
 // Every dump in `text` (a whole log); `name` prefixes warnings. Never throws on odd text: a line
 // it cannot take is a warning, or an error in the dump's `errors` (see TfBfcError) that callers
