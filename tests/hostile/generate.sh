@@ -87,6 +87,12 @@ head -c 4000 "$sample" >"$out/fst_cut_mid_block.fst"
 printf 'this is not a trace at all\n' >"$out/garbage.fst"
 mkdir -p "$out/a_directory.fst"
 touch "$out/a_directory.fst/.keep"
+# --- out-of-memory error messages: a size over 4 EiB, a message cut mid-number, a tensor whose
+# shape describes more than 2^64 bytes: each an OOM report with cause unknown, never a crash
+printf '%s\n' 'RuntimeError: CUDA out of memory. Tried to allocate 99999999999 GiB (GPU 0; 11.17 GiB total capacity; 10.90 GiB already allocated; 576.00 KiB free; 30.96 MiB cached)' >"$out/msg_request_over_cap.log"
+printf '%s' 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 4.0' >"$out/msg_truncated.log"
+printf '%s\n' 'ResourceExhaustedError: OOM when allocating tensor with shape[4294967296,4294967296,4294967296] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc' >"$out/msg_tensor_over_cap.log"
+
 # (hostile_test.cpp adds victim.fst, a copy of the sample, and victim_link.fst, a link to it, to
 # its working copy of this folder: outputs that are inputs.)
 

@@ -108,8 +108,8 @@ std::optional<PrintedSize> SizeAfter(std::string_view s, std::string_view label,
   if (!size && oversize && problem != nullptr) {
     std::string_view number = rest.substr(0, std::min<std::size_t>(rest.size(), 40));
     const std::size_t cut = number.find_first_of(";,()\n");
-    *problem = fmt::format("{}{}: more than the 4 EiB fragscope represents", Trim(label),
-                           cut == std::string_view::npos ? std::string(number) : std::string(number.substr(0, cut)));
+    *problem = fmt::format("{} {}: more than the 4 EiB fragscope represents", Trim(label),
+                           Trim(cut == std::string_view::npos ? number : number.substr(0, cut)));
   }
   return size;
 }
