@@ -19,6 +19,7 @@ class MessageInput final : public EvidenceInput {
   MessageInput(std::vector<traces::OomMessage> messages, std::vector<std::string> warnings, std::uint64_t bytes)
       : messages_(std::move(messages)), warnings_(std::move(warnings)), bytes_(bytes) {
     header_.source_format = "oom-message";
+    header_.kind = traces::EvidenceKind::kMessage;
     header_.metadata.emplace_back("evidence", "message");
   }
   const traces::TraceHeader& header() const override { return header_; }
