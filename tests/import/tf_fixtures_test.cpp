@@ -30,8 +30,11 @@ nlohmann::json Expected() {
 
 TEST(TfFixtures, EveryEraGivesTheFactsOfItsState) {
   const nlohmann::json files = Expected();
-  ASSERT_EQ(files.size(), 6u);
+  std::size_t whole = 0;
   for (const auto& file : files) {
+    // Dumps of which only a part survived: tests/import/tf_partial_test.cpp.
+    if (file["dumps"][0].contains("partial")) continue;
+    ++whole;
     const std::string name = file["file"];
     SCOPED_TRACE(name);
     const auto dumps = ParseTfBfcLog(testing::ReadText((kFixtures / name).string()), name);
@@ -83,6 +86,7 @@ TEST(TfFixtures, EveryEraGivesTheFactsOfItsState) {
                                     [](const Event& e) { return e.type == EventType::kOom; });
     EXPECT_EQ(static_cast<std::size_t>(ooms), dumps.size());
   }
+  EXPECT_EQ(whole, 6u);
 }
 
 }  // namespace

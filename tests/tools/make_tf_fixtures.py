@@ -212,6 +212,153 @@ def expected(state, request, limit, cause, exact_header, allocator="GPU_0_bfc", 
                 free_in_regions=f["reserved"] - f["in_use"])
 
 
+def read_human(text):
+    """The bytes a human size stands for, as printed (ScanHumanBytes: the fraction rounded to the
+    nearest byte): "8.49GiB" -> 9116068086."""
+    units = {"B": 0, "KiB": 10, "MiB": 20, "GiB": 30}
+    for unit in sorted(units, key=len, reverse=True):
+        if text.endswith(unit):
+            number = text[: -len(unit)]
+            break
+    whole, _, frac = number.partition(".")
+    scale = 1 << units[unit]
+    frac_scale = 10 ** len(frac)
+    return int(whole) * scale + (int(frac or 0) * scale * 2 + frac_scale) // (2 * frac_scale)
+
+
+def classify(in_use, reserved, limit, rounded):
+    """DESIGN.md's rules, read for a BFC dump (docs/importers.md, "Cause")."""
+    if rounded > limit:
+        return "request-too-large"
+    if in_use + rounded > limit:
+        return "capacity"
+    if limit - reserved >= rounded:
+        return "backing"
+    return "fragmentation"
+
+
+def stats_lines(pairs):
+    return [f"{key + ':':<20}{value:>20}" for key, value in pairs]
+
+
+def partial_fixtures(rng, files):
+    """Dumps of which only a part survived (issue #16 item 4). Each entry carries "partial": the
+    case, and the facts the documented reading of a partial dump gives (docs/importers.md)."""
+    # TF 2.2: the author cut the chunk list after the first region (its other regions, the summary
+    # and total_region_allocated_bytes_ are gone); the Stats block counts the whole allocator. All
+    # memory is in use and the limit is 153 B above it: capacity. The chunks left alone would say
+    # backing (the limit far above the one region listed).
+    regions = []
+    address = 0x7F3A52000000
+    for _ in range(3):
+        sizes = [256 * rng.randint(64, 4096) for _ in range(rng.randint(6, 10))]
+        regions.append((address, sizes))
+        address += sum(sizes) + 32 * MiB
+    in_use = sum(sum(sizes) for _, sizes in regions)
+    limit = in_use + 153
+    request = 115200  # prints as 112.5KiB
+    listed = regions[0]
+    lines = [f"2020-06-02 11:04:23.{100000 + i:06d}: I tensorflow/core/common_runtime/bfc_allocator.cc:{900 + i}] "
+             for i in range(4)]
+    out = [
+        "2020-06-02 11:04:23.093713: W tensorflow/core/common_runtime/bfc_allocator.cc:424] Allocator (GPU_0_bfc) ran "
+        f"out of memory trying to allocate {human(request)} (rounded to {request}).  Current allocation summary follows.",
+        lines[0] + f"Bin for {human(request)} was 64.0KiB, Chunk State: ",
+        lines[1] + f"Next region of size {sum(listed[1])}",
+    ]
+    a = listed[0]
+    for i, size in enumerate(listed[1]):
+        out.append(lines[2] + f"InUse at {a:x} next {i + 1} of size {size}")
+        a += size
+    out.append("[... a few thousand lines cut by the author ...]")
+    out.append(lines[3] + "Stats: ")
+    out += stats_lines([("Limit", limit), ("InUse", in_use), ("MaxInUse", in_use), ("NumAllocs", 5123),
+                        ("MaxAllocSize", max(max(s) for _, s in regions))])
+    listed_in_use = sum(listed[1])
+    assert classify(in_use, in_use, limit, request) == "capacity"
+    assert classify(listed_in_use, listed_in_use, limit, request) == "backing"
+    files["tf22_cut_chunk_list.log"] = (out, [{
+        "partial": "cut-chunk-list", "allocator": "GPU_0_bfc", "request": request, "rounded": request,
+        "request_exact": False, "limit": limit, "chunks": len(listed[1]), "regions": 1,
+        "listed_in_use": listed_in_use, "listed_reserved": listed_in_use,
+        # Stats InUse; reserved not printed: at least in use (nothing free is listed).
+        "in_use": in_use, "reserved": in_use, "free_in_regions": 0, "largest_free": 0,
+        "live_requested": in_use, "cause": "capacity", "cause_if_chunks_only": "backing"}])
+
+    # TF 0.8: no header; bins, "Bin for", the chunks (in use, then free), Stats, the bar, and only
+    # then "Ran out of memory trying to allocate 29.91MiB.  See logs for memory state."
+    st = State(rng, 0x703680000, 1, 20, 2 * MiB)
+    f = st.facts()
+    request = round256(f["largest_free"] + MiB)
+    request = (request + MiB // 4 - 1) // (MiB // 4) * (MiB // 4)  # prints exactly ("X.25MiB")
+    limit = f["reserved"] + request - 256  # the headroom one step short: fragmentation needs free > it
+    cause = classify(f["in_use"], f["reserved"], limit, request)
+    out = []
+    src = "W tensorflow/core/common_runtime/bfc_allocator.cc"
+    out.append(f"I tensorflow/core/common_runtime/bfc_allocator.cc:639] Bin (256): \tTotal Chunks: 0, Chunks in use: 0 "
+               "0B allocated for chunks. 0B client-requested for chunks. 0B in use in bin. 0B client-requested in use in bin.")
+    out.append(f"I tensorflow/core/common_runtime/bfc_allocator.cc:656] Bin for {human(request)} was "
+               f"{human(bin_size(request))}, Chunk State: ")
+    for address, size, used in st.chunks():
+        if used:
+            out.append(f"I tensorflow/core/common_runtime/bfc_allocator.cc:674] Chunk at 0x{address:x} of size {size}")
+    for address, size, used in st.chunks():
+        if not used:
+            out.append(f"I tensorflow/core/common_runtime/bfc_allocator.cc:674] Free at 0x{address:x} of size {size}")
+    out.append("I tensorflow/core/common_runtime/bfc_allocator.cc:689] Stats: ")
+    out += stats_lines([("Limit", limit), ("InUse", f["in_use"]), ("MaxInUse", f["in_use"]),
+                        ("NumAllocs", 3 * f["in_use_chunks"]), ("MaxAllocSize", 2 * MiB)])
+    cells = round(100 * f["in_use"] / limit)
+    out.append(f"{src}:270] " + "*" * cells + "_" * (100 - cells))
+    out.append(f"{src}:271] Ran out of memory trying to allocate {human(request)}.  See logs for memory state.")
+    out.append("W tensorflow/core/framework/op_kernel.cc:909] Resource exhausted: OOM when allocating tensor")
+    files["tf08_oom_after_stats.log"] = (out, [dict(f, partial="oom-after-dump", allocator="", request=request,
+                                                    rounded=request, request_exact=False, limit=limit, cause=cause,
+                                                    free_in_regions=f["reserved"] - f["in_use"],
+                                                    listed_in_use=f["in_use"], listed_reserved=f["reserved"],
+                                                    live_requested=f["in_use"])])
+
+    # A fragment pasted into an issue: "Bin for 8.49GiB was 256.00MiB" and a few chunks of one
+    # region, no header and no Stats: the request is 8.49GiB as printed; no limit, cause unknown.
+    printed = "8.49GiB"
+    sizes = [256 * rng.randint(1, 64) for _ in range(5)]
+    base = 0x7F1E2C000000
+    out = ["2021-07-11 09:12:40.551021: I tensorflow/core/common_runtime/bfc_allocator.cc:1033] Bin for "
+           f"{printed} was 256.00MiB, Chunk State: ",
+           f"2021-07-11 09:12:40.551108: I tensorflow/core/common_runtime/bfc_allocator.cc:1046] Next region of size {sum(sizes)}"]
+    a = base
+    for i, size in enumerate(sizes):
+        out.append(f"2021-07-11 09:12:40.551200: I tensorflow/core/common_runtime/bfc_allocator.cc:1066] InUse at "
+                   f"{a:x} of size {size} next {i + 1}")
+        a += size
+    files["bin_for_fragment.log"] = (out, [{
+        "partial": "bin-for", "allocator": "", "request": read_human(printed),
+        "rounded": round256(read_human(printed)), "request_exact": False, "chunks": len(sizes), "regions": 1,
+        "in_use": sum(sizes), "reserved": sum(sizes), "listed_in_use": sum(sizes), "listed_reserved": sum(sizes),
+        "limit": 0, "cause": "unknown"}])
+
+    # Only the Stats block survived (TF 2.x, 8 fields): in use, limit, reserved, largest free.
+    limit = 15 * GiB + 256 * rng.randint(1, 1 << 20)
+    in_use = limit - 256 * rng.randint(1 << 12, 1 << 16)
+    reserved = in_use + 256 * rng.randint(1 << 10, 1 << 11)
+    largest = (reserved - in_use) // 2 // 256 * 256
+    out = ["Stats: "] + stats_lines([("Limit", limit), ("InUse", in_use), ("MaxInUse", in_use + 4096),
+                                     ("NumAllocs", 91234), ("MaxAllocSize", 2 * GiB), ("Reserved", reserved),
+                                     ("PeakReserved", reserved), ("LargestFreeBlock", largest)])
+    files["stats_only_fragment.log"] = (out, [{
+        "partial": "stats-only", "allocator": "", "chunks": 0, "regions": 0, "limit": limit, "in_use": in_use,
+        "reserved": reserved, "largest_free": largest, "free_in_regions": reserved - in_use,
+        "max_in_use": in_use + 4096}])
+
+    # TensorFlow's pinned host memory pool ran out (cuda_host_bfc): a whole TF 2.x dump, capacity.
+    st = State(rng, 0x7F9C00000000, 1, 12, 64 * KiB)
+    request, limit = choose(st, "capacity")
+    files["cuda_host_bfc.log"] = (
+        render(st, request, limit, "tf115", allocator="cuda_host_bfc", ptr="bare"),
+        [dict(expected(st, request, limit, "capacity", True, allocator="cuda_host_bfc"), partial="host-memory",
+              listed_in_use=st.facts()["in_use"], listed_reserved=st.facts()["reserved"])])
+
+
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     rng = random.Random(20261123)
@@ -276,6 +423,8 @@ def main(out_dir):
         f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {exact} bytes.",
     ], [{"allocator": "GPU_0_bfc", "request": exact, "rounded": round256(exact), "request_exact": True,
          "chunks": 0, "regions": 0, "header_only": True, "bar_in_use_cells": 60}])
+
+    partial_fixtures(rng, files)
 
     facts = []
     for name, (lines, dumps) in sorted(files.items()):

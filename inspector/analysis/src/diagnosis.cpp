@@ -13,6 +13,29 @@
 #include "fragscope/analysis/policy_advice.hpp"
 
 namespace fragscope::analysis {
+namespace {
+
+// A device that the evidence names as pinned (page-locked) host memory (TensorFlow's
+// cuda_host_bfc / gpu_host_bfc pool): its OOM is of host RAM, not GPU memory, and the advice is
+// that pool's own knob.
+void NoteHostMemory(const traces::TraceHeader& header, std::uint32_t device, std::vector<OomDiagnosis>& ooms) {
+  const traces::DeviceDescription* d = header.Device(device);
+  if (d == nullptr || d->backing.find("pinned host") == std::string::npos) return;
+  std::string name = d->name;
+  if (const auto p = name.find(" (pinned host memory)"); p != std::string::npos) name.resize(p);
+  for (OomDiagnosis& oom : ooms) {
+    oom.report.explanation =
+        fmt::format("pinned (page-locked) host memory, not GPU memory: {}", oom.report.explanation);
+    oom.report.suggestion = fmt::format(
+        "{} is TensorFlow's pinned host memory pool, not GPU memory: TF_CUDA_HOST_MEM_LIMIT_IN_MB sets its "
+        "limit (raise it where the host has the RAM), or stage less through pinned memory (smaller "
+        "input-pipeline prefetch and host-side buffers); GPU settings (memory growth, a GPU memory limit) do "
+        "not change it",
+        name);
+  }
+}
+
+}  // namespace
 
 std::unique_ptr<AnalysisContext> AnalysisContext::Read(const traces::TraceHeader& header,
                                                        const ObservedBlocks& blocks,
@@ -70,6 +93,7 @@ Diagnosis Diagnose(const AnalysisContext& context, const DiagnosisOptions& optio
     d.device = device;
     d.metrics = model.Metrics(device);
     d.ooms = model.Ooms(device);
+    NoteHostMemory(model.header(), device, d.ooms);
     d.before_recording = BeforeRecordingOf(model.header(), device);
     diagnosis.any_oom |= !d.ooms.empty();
   }

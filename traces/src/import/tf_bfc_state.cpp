@@ -409,7 +409,8 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
     CheckBins(d, warn);
     TakeStatsWhereCut(d, warn);
   }
-  if (d.limit == 0 && d.reserved > 0 && d.has_header) {
+  // (Not for a fragment whose request came from "Bin for": its listed regions are what was pasted.)
+  if (d.limit == 0 && d.reserved > 0 && d.has_header && !request_from_bin) {
     d.limit = d.reserved;
     warn(d.line, "no limit printed (no Stats block): the reserved bytes stand for it");
   }

@@ -133,6 +133,9 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
                                     FormatBytes(d.listed_reserved), FormatBytes(printed_reserved)));
     }
   }
+  if (d.from_stats && !s.reserved)
+    missing.push_back(fmt::format("no reserved count: its regions hold at least {} (what is in use and the "
+                                  "largest free block)", FormatBytes(d.reserved)));
   if (d.stats.fields == 0) missing.push_back("no Stats block");
   if (d.limit == 0) missing.push_back("no limit");
   if (d.stats.fields == 0 && !d.total_region_allocated)
