@@ -79,11 +79,11 @@ int RunReport(const ReportOptions& options) {
   view.metrics = std::move(metrics);
   view.ooms = std::move(ooms);
   view.leak = leak;
+  view.kind = diagnosis.kind;
+  view.states = std::move(diagnosis.states);
   if (options.json) {
     PrintReportJson(view);
   } else {
-  view.kind = diagnosis.kind;
-  view.states = std::move(diagnosis.states);
     PrintReportText(view);
   }
   return any_oom ? kOom : kOk;
