@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 # otherwise.
 PACKAGES=(
   cmake ninja-build g++ pkg-config
-  libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libzstd-dev libboost-dev
+  libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libzstd-dev libboost-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
   libimgui-dev libglfw3-dev libstb-dev xvfb xauth libgl1-mesa-dri  # the inspector GUI and its tests
 )

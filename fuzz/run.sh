@@ -13,6 +13,7 @@
 #   tf_log          the TensorFlow / XLA BFC log reader (also seeded, read in place, with
 #                   ../shared/data/tf when present)
 #   rmm_csv         the RAPIDS RMM CSV log reader, and the writer's round trip
+#   torch_profiler  torch.profiler Chrome traces with memory events (JSON, gzip'd or not)
 #   oom_message     out-of-memory error messages and their diagnosis (also seeded, read in place,
 #                   with ../shared/data/oom_messages when present)
 #   allocator_api   the allocator's API on sim and host backings under every policy: sizes near
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/.."
 
 CXX=${CXX:-$(command -v clang++-14 || command -v clang++)}
 SOURCES=(traces/src/*.cpp traces/src/import/*.cpp)
-DEPS=$(pkg-config --cflags --libs libzstd fmt spdlog)
+DEPS=$(pkg-config --cflags --libs libzstd fmt spdlog zlib)
 
 if [ "${1:-}" = "--make-corpus" ]; then
   mkdir -p build/fuzz
@@ -49,10 +50,11 @@ case "$target" in
   tf_log) max_len=262144 ;;
   rmm_csv) max_len=65536 ;;
   oom_message) max_len=65536 ;;
+  torch_profiler) max_len=65536 ;;
   allocator_api) max_len=4096 ;;
   alloc_conf) max_len=1024 ;;
   *) echo "error: unknown fuzz target '$target' (trace_reader, pickle_reader, tf_log, rmm_csv," \
-          "oom_message, allocator_api, alloc_conf)" >&2; exit 2 ;;
+          "oom_message, torch_profiler, allocator_api, alloc_conf)" >&2; exit 2 ;;
 esac
 seed_dirs=("fuzz/corpus/$target")
 if [ "$target" = tf_log ]; then seed_dirs+=(tests/import/fixtures/tf); fi
@@ -60,7 +62,7 @@ if [ "$target" = tf_log ] && [ -d ../shared/data/tf ]; then seed_dirs+=(../share
 if [ "$target" = oom_message ] && [ -d ../shared/data/oom_messages ]; then seed_dirs+=(../shared/data/oom_messages); fi
 
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
-       -fno-sanitize-recover=all -DFRAGSCOPE_FUZZING=1 -Itraces/include)
+       -fno-sanitize-recover=all -DFRAGSCOPE_FUZZING=1 -Itraces/include -Itraces/src)
 # The trace library, instrumented, built once for every target and rebuilt only when a source is
 # newer than the archive (CI fuzzes four targets in a row).
 LIB=build/fuzz/lib/libfragscope_traces_fuzz.a
@@ -76,7 +78,7 @@ if [ "$stale" -eq 1 ]; then
   pids=()
   for source in "${SOURCES[@]}"; do
     object=build/fuzz/lib/obj/$(echo "$source" | tr / _).o
-    "$CXX" "${FLAGS[@]}" $(pkg-config --cflags libzstd fmt spdlog) -c "$source" -o "$object" &
+    "$CXX" "${FLAGS[@]}" $(pkg-config --cflags libzstd fmt spdlog zlib) -c "$source" -o "$object" &
     pids+=($!)
     if [ ${#pids[@]} -ge "$(nproc)" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
   done

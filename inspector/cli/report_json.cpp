@@ -34,6 +34,13 @@ void PrintReportJson(const ReportView& view) {
     nlohmann::json device = DeviceJson(metrics[i], ooms[i]);
     device["kind"] = traces::ToString(view.kind);
     const bool state = view.kind == traces::EvidenceKind::kState;
+    if (metrics[i].peak_reserved == 0 && metrics[i].peak_load > 0) {
+      // The evidence records allocations but no reserved memory (profiler and RMM logs).
+      device["reserved_known"] = false;
+      device["overhead"] = nullptr;
+      device["utilization_at_peak"] = nullptr;
+      device["fragmentation_at_peak"] = nullptr;
+    }
     if (const auto* description = header.Device(devices[i])) {
       device["name"] = description->name;
       device["capacity"] = description->capacity;

@@ -41,16 +41,21 @@ void PrintReportText(const ReportView& view) {
   std::vector<std::vector<std::string>> rows = {{"device", "peak LOAD", "peak in use", "peak reserved",
                                                  "overhead", "util@peak", "frag@peak", "OOMs"}};
   for (const auto& m : metrics) {
+    // Evidence that records allocations but no reserved memory (profiler and RMM logs) has no
+    // overhead or utilization to give: "-", not a ratio to 0.
+    const bool reserved_known = m.peak_reserved > 0 || m.peak_load == 0;
     rows.push_back({std::to_string(m.device), FormatBytes(m.peak_load), FormatBytes(m.peak_in_use),
-                    FormatBytes(m.peak_reserved), FormatRatio(m.overhead()),
-                    FormatRatio(m.utilization_at_peak), FormatRatio(m.fragmentation_at_peak),
-                    std::to_string(m.ooms)});
+                    reserved_known ? FormatBytes(m.peak_reserved) : "-",
+                    reserved_known ? FormatRatio(m.overhead()) : "-",
+                    reserved_known ? FormatRatio(m.utilization_at_peak) : "-",
+                    reserved_known ? FormatRatio(m.fragmentation_at_peak) : "-", std::to_string(m.ooms)});
   }
   fmt::print("{}", FormatTable(rows));
   for (std::size_t i = 0; i < devices.size(); ++i) {
     if (const auto* d = header.Device(devices[i]); d != nullptr && (d->capacity > 0 || d->limit > 0)) {
       fmt::print("device {}: {} ({}), capacity {}, limit {}\n", d->index, d->name, d->backing,
-                 FormatBytes(d->capacity), FormatBytes(d->limit));
+                 d->capacity > 0 ? FormatBytes(d->capacity) : "unknown",
+                 d->limit > 0 ? FormatBytes(d->limit) : "none recorded");
     }
   }
   for (std::size_t i = 0; i < devices.size(); ++i) {

@@ -120,8 +120,9 @@ std::string ErrorOf(F&& open_and_read) {
   return {};
 }
 
-const std::vector<std::string> kBuiltinNames = {"fragscope trace", "PyTorch memory snapshot", "JSON Lines",
-                                                "RMM log (CSV)", "TensorFlow BFC log", "OOM error message"};
+const std::vector<std::string> kBuiltinNames = {"fragscope trace",    "PyTorch memory snapshot", "torch.profiler trace",
+                                                "JSON Lines",         "RMM log (CSV)",           "TensorFlow BFC log",
+                                                "OOM error message"};
 
 // ---- the registry -----------------------------------------------------------------------------
 
@@ -144,6 +145,9 @@ TEST(ReaderRegistry, EachSampleIsClaimedFirstByItsOwnReader) {
                            "by PyTorch)\n"),
        "OOM error message"},
       {TempFile("sample.jsonl", "\n  {\"type\": \"header\"}\n"), "JSON Lines"},
+      {kSource + "/../shared/data/torch_profiler/kineto_resnet50_train_memevents.pt.trace.json.gz",
+       "torch.profiler trace"},
+      {TempFile("profile.json", "{\"schemaVersion\": 1, \"traceEvents\": []}"), "torch.profiler trace"},
       {TempFile("sample.csv", "Thread,Time,Action,Pointer,Size,Stream\n1,14:02:11.123456,allocate,0x1000,4096,0x0\n"),
        "RMM log (CSV)"},
   };
@@ -167,7 +171,8 @@ TEST(ReaderRegistry, EachSampleIsClaimedFirstByItsOwnReader) {
 
 TEST(ReaderRegistry, ListsAndMessagesComeFromTheRegistry) {
   EXPECT_EQ(ListReaders(ReaderList::kNames),
-            "fragscope trace, PyTorch memory snapshot, JSON Lines, RMM log (CSV), TensorFlow BFC log or OOM error message");
+            "fragscope trace, PyTorch memory snapshot, torch.profiler trace, JSON Lines, RMM log (CSV), TensorFlow BFC log "
+            "or OOM error message");
   const std::string descriptions = ListReaders(ReaderList::kDescriptions);
   EXPECT_EQ(UnknownFormatMessage(), "unknown format: not a " + descriptions);
   EXPECT_NE(TraceArgumentHelp().find(descriptions), std::string::npos);
