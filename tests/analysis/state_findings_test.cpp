@@ -114,6 +114,8 @@ TEST(StateFindings, SummaryIsTheTruthWhereTheLayoutIsCut) {
   EXPECT_EQ(f.in_use, 900 * kMiB);
   EXPECT_TRUE(f.in_use_from_summary);
   EXPECT_EQ(f.layout_in_use, 40 * kMiB + 512);
+  EXPECT_EQ(f.reserved, std::nullopt);  // no count of its own, and the listed regions are not all
+  EXPECT_EQ(f.layout_reserved, 142 * kMiB);
   EXPECT_EQ(f.limit, 1000 * kMiB);
   EXPECT_EQ(f.max_in_use, 950 * kMiB);
   EXPECT_FALSE(f.layout_complete);

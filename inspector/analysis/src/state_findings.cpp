@@ -79,7 +79,12 @@ std::vector<StateFindings> FindStates(const TimelineModel& model, const std::vec
     f.in_use_from_summary = summary.in_use.has_value();
     f.in_use = summary.in_use ? summary.in_use : has_layout ? std::optional(f.layout_in_use) : std::nullopt;
     f.reserved_from_summary = summary.reserved.has_value();
-    f.reserved = summary.reserved ? summary.reserved : f.regions > 0 ? std::optional(f.layout_reserved) : std::nullopt;
+    // The listed regions stand for reserved only when the listing is whole: a cut dump whose own
+    // counters give no reserved figure leaves it unknown (its listed regions may hold less than
+    // the in-use count it did print).
+    f.reserved = summary.reserved                          ? summary.reserved
+                 : f.regions > 0 && summary.layout_complete ? std::optional(f.layout_reserved)
+                                                            : std::nullopt;
     f.limit = summary.limit;
     if (!f.limit) {
       if (const auto* d = header.Device(summary.device); d != nullptr && d->limit > 0) f.limit = d->limit;
