@@ -16,6 +16,7 @@
 
 #include "pickle_reader.hpp"
 #include "pytorch_model.hpp"
+#include "trace_builder.hpp"
 
 namespace fragscope::traces {
 namespace {
@@ -119,22 +120,15 @@ class Importer {
     return slash == path.npos ? path : path.substr(slash + 1);
   }
 
-  TagId Intern(const std::string& text) {
-    if (text.empty()) return kNoTag;
-    auto [it, inserted] = tag_ids_.try_emplace(text, static_cast<TagId>(trace_.tags.size() + 1));
-    if (inserted) trace_.tags.push_back(text);
-    return it->second;
-  }
+  TagId Intern(const std::string& text) { return builder_.Intern(text); }
   TagId TagOf(const pickle::Value* frames, const char* fallback) {
     const std::string tag = frames_.Tag(frames);
     return Intern(tag.empty() ? std::string(fallback) : tag);
   }
 
   void Emit(Event e, std::uint32_t stack) {
-    e.seq = trace_.events.size();
     e.time_ns = now_ns_;
-    trace_.events.push_back(e);
-    trace_.event_stacks.push_back(stack);
+    builder_.Append(e, stack);
   }
   void Marker(std::uint32_t device, const std::string& name, std::uint32_t stack) {
     Event e;
@@ -422,7 +416,7 @@ class Importer {
   WarningLog log_;
   SourceSnapshot snapshot_;
   Trace trace_;
-  std::unordered_map<std::string, TagId> tag_ids_;
+  TraceBuilder builder_{trace_, /*with_stacks=*/true};
   std::map<std::uint32_t, DeviceStart> starts_;
   std::map<std::uint32_t, RangeMap> spaces_;  // the address ranges of expandable segments, per device
   std::map<std::uint32_t, DeviceState> state_;

@@ -18,6 +18,7 @@
 
 #include "fragscope/traces/byte_math.hpp"
 #include "tf_text.hpp"
+#include "trace_builder.hpp"
 
 namespace fragscope::traces {
 namespace {
@@ -71,6 +72,7 @@ std::optional<std::uint64_t> WholeHex(std::string_view s) {
 
 Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimits& limits) {
   Trace trace;
+  TraceBuilder builder(trace);
   trace.header.producer = "RAPIDS RMM logging_resource_adaptor";
   trace.header.source_format = "rmm-csv";
   trace.header.metadata.emplace_back("source", name);
@@ -138,7 +140,6 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
     previous = std::max(previous, absolute >= first_time ? absolute - first_time : 0);
 
     Event e;
-    e.seq = trace.events.size();
     e.time_ns = previous;
     e.thread = static_cast<std::uint32_t>(*thread);
     e.stream = *stream;
@@ -199,7 +200,7 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
     if (trace.events.size() >= limits.max_events) {
       throw fail(TooManyEventsMessage(trace.events.size() + 1, "one more on this line", text.size(), 1, limits));
     }
-    trace.events.push_back(e);
+    builder.Append(e);
   }
   if (!header) throw TraceError(name, 0, fmt::format("empty: no \"{}\" header line", kHeader));
   if (unknown_frees > 10)

@@ -18,37 +18,10 @@
 #include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
 #include "tf_text.hpp"
+#include "trace_builder.hpp"
 
 namespace fragscope::traces {
 namespace {
-
-class TraceBuilder {
- public:
-  explicit TraceBuilder(Trace& trace) : trace_(trace) {}
-
-  TagId Intern(std::string_view text) {
-    if (text.empty()) return kNoTag;
-    auto it = ids_.find(std::string(text));
-    if (it != ids_.end()) return it->second;
-    trace_.tags.emplace_back(text);
-    const auto id = static_cast<TagId>(trace_.tags.size());
-    ids_.emplace(std::string(text), id);
-    return id;
-  }
-
-  Event& Add(EventType type, std::uint32_t device, std::uint64_t time_ns) {
-    Event& e = trace_.events.emplace_back();
-    e.type = type;
-    e.device = device;
-    e.seq = trace_.events.size() - 1;
-    e.time_ns = time_ns;
-    return e;
-  }
-
- private:
-  Trace& trace_;
-  std::unordered_map<std::string, TagId> ids_;
-};
 
 struct Live {
   std::vector<Event> allocs;  // alloc events of the device's previous dump

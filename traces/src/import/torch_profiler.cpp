@@ -18,6 +18,7 @@
 
 #include "fragscope/traces/byte_math.hpp"
 #include "gzip_text.hpp"
+#include "trace_builder.hpp"
 
 namespace fragscope::traces {
 namespace {
@@ -274,31 +275,6 @@ std::vector<std::string> EnclosingOps(const std::vector<MemoryEvent>& memory, st
   return out;
 }
 
-class Builder {
- public:
-  Builder(Trace& trace, const std::string& name) : trace_(trace), name_(name) {}
-
-  TagId Intern(const std::string& text) {
-    if (text.empty()) return kNoTag;
-    const auto [it, added] = ids_.emplace(text, static_cast<TagId>(trace_.tags.size() + 1));
-    if (added) trace_.tags.push_back(text);
-    return it->second;
-  }
-  Event& Add(EventType type, std::uint32_t device, std::uint64_t time_ns) {
-    Event& e = trace_.events.emplace_back();
-    e.type = type;
-    e.device = device;
-    e.seq = trace_.events.size() - 1;
-    e.time_ns = time_ns;
-    return e;
-  }
-
- private:
-  Trace& trace_;
-  const std::string& name_;
-  std::unordered_map<std::string, TagId> ids_;
-};
-
 }  // namespace
 
 bool LooksLikeTorchProfilerTrace(std::string_view head) {
@@ -384,7 +360,7 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
   }
   for (auto& [index, d] : devices) trace.header.devices.push_back(d);
 
-  Builder build(trace, name);
+  TraceBuilder build(trace);
   // Steps as markers on every device, merged with the memory events by time.
   struct Mark {
     double ts;
