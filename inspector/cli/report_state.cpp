@@ -54,9 +54,23 @@ void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& 
     if (pytorch) {
       fmt::print("  {} in {} with nothing allocated: what torch.cuda.empty_cache() would return\n",
                  FormatBytes(s.empty_region_bytes), Count(s.empty_regions, "segment"));
-      fmt::print("  {} in {} inside segments in use ({}): what "
-                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True could unmap\n",
-                 FormatBytes(s.free_page_bytes), Count(s.free_pages, "free whole page"), PageSizes(s));
+      // Advice only where it applies and is not applied already: free whole pages to give back,
+      // and expandable segments off.
+      const std::string* expandable = header.source.Setting("expandable_segments");
+      const bool already = expandable != nullptr && (*expandable == "True" || *expandable == "true" || *expandable == "1");
+      if (s.free_page_bytes == 0) {
+        fmt::print("  no free whole page inside segments in use ({}): nothing a paging allocator could give back\n",
+                   PageSizes(s));
+      } else if (already) {
+        fmt::print("  {} in {} inside segments in use ({}): expandable_segments is on, so PyTorch "
+                   "unmaps them when it needs the memory\n",
+                   FormatBytes(s.free_page_bytes), Count(s.free_pages, "free whole page"), PageSizes(s));
+      } else {
+        fmt::print("  {} in {} inside segments in use ({}): "
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True would let PyTorch unmap them and use "
+                   "the memory elsewhere\n",
+                   FormatBytes(s.free_page_bytes), Count(s.free_pages, "free whole page"), PageSizes(s));
+      }
     } else {
       fmt::print("  {} in {} with nothing allocated{}\n", FormatBytes(s.empty_region_bytes),
                  Count(s.empty_regions, region), IsTensorflow(header) ? " (TensorFlow's BFC allocator keeps its regions until the process ends)" : "");

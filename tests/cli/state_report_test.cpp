@@ -3,6 +3,7 @@
 // needs time — on the shared real snapshot, on the project's TF fixtures (golden text), and after
 // a conversion to .fst, which keeps the kind and the facts.
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -70,6 +71,9 @@ TEST_F(StateReport, PytorchSnapshotWithoutTraceEvents) {
             std::string::npos) << text.out;
   EXPECT_NE(text.out.find("what torch.cuda.empty_cache() would return"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("util@peak"), std::string::npos) << text.out;  // no table of time metrics
+  // All of it is allocated: no free whole page, so no expandable_segments advice.
+  EXPECT_EQ(text.out.find("expandable_segments"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("no free whole page inside segments in use"), std::string::npos) << text.out;
 
   // Converted to .fst, it is still a state with the same findings.
   const std::string fst = Path("flexgen.fst");
@@ -77,6 +81,39 @@ TEST_F(StateReport, PytorchSnapshotWithoutTraceEvents) {
   const CliResult again = Run({"report", fst, "--json"});
   ASSERT_EQ(again.code, 0) << again.err;
   ExpectFlexgenState(nlohmann::json::parse(again.out)["devices"][0]);
+}
+
+// A hand-built fragmented PyTorch state (JSON Lines): a 100 MiB segment with blocks at [0, 10) and
+// [70, 100) MiB holds the whole 20 MiB pages [20, 40) and [40, 60) in its hole; an empty 40 MiB
+// segment is what empty_cache() returns.
+TEST_F(StateReport, FragmentedPytorchStateGetsExpandableSegmentsAdviceWithTheBytes) {
+  const std::string path = Path("fragmented.jsonl");
+  std::ofstream(path) << R"({"type":"header","producer":"hand","source_format":"pytorch-snapshot","kind":"state",)"
+                         R"("devices":[{"index":0,"name":"cuda:0","backing":"pytorch"}],)"
+                         R"("source":{"allocator":"PyTorch CUDA caching allocator","settings":[["expandable_segments","False"]],)"
+                         R"("states":[{"device":0,"moment":"when the snapshot was taken","at_seq":3,"layout_complete":true}]}})"
+                         "\n"
+                         R"({"type":"region_reserve","seq":0,"device":0,"address":536870912,"size":104857600})"
+                         "\n"
+                         R"({"type":"alloc","seq":1,"device":0,"address":536870912,"size":10485760,"rounded":10485760,"region":536870912,"alloc_id":1})"
+                         "\n"
+                         R"({"type":"alloc","seq":2,"device":0,"address":610271232,"size":31457280,"rounded":31457280,"region":536870912,"alloc_id":2})"
+                         "\n"
+                         R"({"type":"region_reserve","seq":3,"device":0,"address":1073741824,"size":41943040})"
+                         "\n";
+  const CliResult text = Run({"report", path});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("40.00 MiB in 2 free whole pages inside segments in use (pages of 2.00 MiB in segments of "
+                          "2.00 MiB, 20.00 MiB in larger ones): PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("40.00 MiB in 1 segment with nothing allocated: what torch.cuda.empty_cache() would return"),
+            std::string::npos) << text.out;
+  const CliResult json = Run({"report", path, "--json"});
+  const auto device = nlohmann::json::parse(json.out)["devices"][0];
+  EXPECT_EQ(device["free_page_bytes"], 40 * 1048576);
+  EXPECT_EQ(device["free_pages"], 2);
+  EXPECT_EQ(device["empty_region_bytes"], 40 * 1048576);
+  EXPECT_EQ(device["free_in_regions"], 100 * 1048576);  // 60 MiB hole + the empty 40 MiB segment
 }
 
 TEST_F(StateReport, TensorflowDumpsGoldenText) {

@@ -6,10 +6,12 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "support/shell.hpp"
 
@@ -156,6 +158,45 @@ TEST(TorchProfiler, SharedResnet50Trace) {
   }
   EXPECT_EQ(tags, (std::vector<std::string>{"aten::empty_strided", "aten::empty_strided", "aten::cudnn_convolution"}));
   ASSERT_EQ(t.warnings.size(), 1u);  // no addresses; no unmatched free
+}
+
+// Against facts computed independently of this reader: tests/tools/torch_profiler_facts.py (Python's
+// json and gzip) wrote tests/import/torch_profiler_facts.json from ../shared/data/torch_profiler.
+TEST(TorchProfiler, ReaderAgreesWithPythonFacts) {
+  const fs::path data = fs::path(FRAGSCOPE_SOURCE_DIR).parent_path() / "shared" / "data" / "torch_profiler";
+  if (!fs::exists(data)) GTEST_SKIP() << data << " is absent: no profiler traces to check";
+  std::ifstream file(fs::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "torch_profiler_facts.json");
+  const nlohmann::json facts = nlohmann::json::parse(file);
+  ASSERT_FALSE(facts.empty());
+  for (const auto& expected : facts) {
+    const std::string name = expected["file"];
+    SCOPED_TRACE(name);
+    const Trace t = ParseTorchProfilerTrace(testing::Slurp(data / name), name);
+    // Device names as the script writes them: "cuda:N", "cpu".
+    const auto key = [&](std::uint32_t device) {
+      const DeviceDescription* d = t.header.Device(device);
+      return d->name.rfind("cpu", 0) == 0 ? std::string("cpu") : d->name.substr(0, d->name.find(' '));
+    };
+    std::map<std::string, std::uint64_t> allocs, frees, live, peak;
+    for (const Event& e : t.events) {
+      if (e.type == EventType::kAlloc) {
+        ++allocs[key(e.device)];
+        peak[key(e.device)] = std::max(peak[key(e.device)], live[key(e.device)] += e.size);
+      } else if (e.type == EventType::kFree) {
+        ++frees[key(e.device)];
+        live[key(e.device)] -= e.size;
+      }
+    }
+    for (const auto& [device, count] : expected["memory_events"].items()) {
+      // Every memory event is an allocation or a free, but for frees of memory from before profiling.
+      if (expected["unmatched_frees"].get<std::uint64_t>() == 0) {
+        EXPECT_EQ(allocs[device] + frees[device], count.get<std::uint64_t>()) << device;
+      }
+      EXPECT_EQ(allocs[device], expected["allocations"][device].get<std::uint64_t>()) << device;
+      EXPECT_EQ(frees[device], expected["frees"][device].get<std::uint64_t>()) << device;
+      EXPECT_EQ(peak[device], expected["peak_live_bytes"][device].get<std::uint64_t>()) << device;
+    }
+  }
 }
 
 TEST(TorchProfiler, ErrorsNameTheProblem) {
