@@ -52,6 +52,9 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
       options);
   document->context = context;
   document->model = context->shared_model();
+  for (const traces::OomMessage& message : input->messages()) {
+    document->messages.push_back({message, analysis::DiagnoseMessage(message)});
+  }
   document->stacks = input->stacks();
   document->event_stacks = input->event_stacks();
   // The OOMs as recorded, with the advice of the policy that ran where no replay can check it

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "fragscope/analysis/diagnosis.hpp"
+#include "fragscope/analysis/message_diagnosis.hpp"
+#include "fragscope/traces/oom_message.hpp"
 #include "fragscope/analysis/timeline.hpp"
 #include "fragscope/analysis/view_model.hpp"
 
@@ -28,6 +30,13 @@ struct Document {
   std::shared_ptr<const analysis::AnalysisContext> context;
   std::shared_ptr<const analysis::TimelineModel> model;
   std::vector<std::vector<analysis::OomDiagnosis>> ooms;  // per device, same order as devices()
+  // An error message (evidence of the message kind): each message found and its diagnosis, the
+  // same as `fragscope report` gives. Empty for histories and states.
+  struct Message {
+    traces::OomMessage message;
+    analysis::MessageDiagnosis diagnosis;
+  };
+  std::vector<Message> messages;
   analysis::CursorIndex cursor_index;
   std::vector<std::string> warnings;
   // Call stacks (PyTorch snapshots): per event index 0 = none, else index + 1 into `stacks`.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,9 +13,70 @@
 
 namespace fragscope::gui {
 
+namespace {
+
+// The inspector's font (ImGui's built-in ProggyClean) has ASCII only: the signs the diagnoses write
+// in (−, ≤, ×, …) are drawn as their ASCII spellings rather than as "?".
+std::string ForFont(const std::string& text) {
+  static constexpr std::pair<std::string_view, std::string_view> kSigns[] = {
+      {"\u2212", "-"}, {"\u2264", "<="}, {"\u2265", ">="}, {"\u00d7", "x"}, {"\u2026", "..."},
+      {"\u00b1", "+/-"}, {"\u2013", "-"}, {"\u2014", "-"}, {"\u2248", "~"}, {"\u2192", "->"}};
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    bool replaced = false;
+    for (const auto& [sign, ascii] : kSigns) {
+      if (text.compare(i, sign.size(), sign) == 0) {
+        out += ascii;
+        i += sign.size();
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += text[i++];
+  }
+  return out;
+}
+
+void Wrapped(const char* prefix, const std::string& text) {
+  ImGui::TextWrapped("%s%s", prefix, ForFont(text).c_str());
+}
+
+}  // namespace
+
+void OomPanel::DrawMessages(const Document& document) {
+  messages_drawn_ = 0;
+  for (std::size_t i = 0; i < document.messages.size(); ++i) {
+    const auto& [message, diagnosis] = document.messages[i];
+    if (i > 0) ImGui::Separator();
+    ImGui::Text("Error message %zu of %zu, line %zu (%s%s%s)", i + 1, document.messages.size(), message.line,
+                message.framework.c_str(), message.device.empty() ? "" : ", ", message.device.c_str());
+    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 120, 120, 255));
+    ImGui::TextWrapped("Cause: %s", std::string(traces::ToString(diagnosis.cause)).c_str());
+    ImGui::PopStyleColor();
+    Wrapped("", diagnosis.explanation);
+    for (const std::string& line : diagnosis.arithmetic) {
+      ImGui::Bullet();
+      Wrapped("", line);
+    }
+    for (const std::string& line : diagnosis.notes) Wrapped("Note: ", line);
+    for (const std::string& line : diagnosis.advice) Wrapped("Advice: ", line);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    for (const std::string& line : diagnosis.fragscope_advice) Wrapped("", line);
+    ImGui::PopStyleColor();
+    ++messages_drawn_;
+  }
+}
+
 void OomPanel::Draw(const Document& document, Selection& selection) {
-  const auto& ooms = document.OomsOf(selection.device);
   bars_rect_ = {};
+  messages_drawn_ = 0;
+  if (!document.messages.empty()) {
+    shown_ = static_cast<std::size_t>(-1);
+    DrawMessages(document);
+    return;
+  }
+  const auto& ooms = document.OomsOf(selection.device);
   if (ooms.empty()) {
     shown_ = static_cast<std::size_t>(-1);
     ImGui::TextWrapped("No out-of-memory event on device %u in this trace.", selection.device);

@@ -137,9 +137,14 @@ class OomPanel {
   void Draw(const Document& document, Selection& selection);
   PixelRect bars_rect() const { return bars_rect_; }
   std::size_t shown_oom() const { return shown_; }  // index into the device's OOMs; SIZE_MAX: none
+  std::size_t messages_drawn() const { return messages_drawn_; }  // error messages explained last frame
 
  private:
+  // An error message has numbers, no events: each message's diagnosis, as `fragscope report` says it.
+  void DrawMessages(const Document& document);
+
   PixelRect bars_rect_;
+  std::size_t messages_drawn_ = 0;
   std::size_t shown_ = static_cast<std::size_t>(-1);
 };
 

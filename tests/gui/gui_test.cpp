@@ -261,6 +261,28 @@ TEST(Inspector, OomPanelExplainsTheOomAndDrawsTheRequestAgainstTheHoles) {
             std::string::npos) << suggestion;
 }
 
+TEST(Inspector, OomPanelExplainsAnErrorMessageAsTheReportDoes) {
+  // A PyTorch message: R 20 MiB, T 1.96 GiB, A 1.24 GiB, F 2.88 MiB, Rv 1.25 GiB: F + U = 13.1 MiB
+  // is less than R, so capacity (the corpus's file 14 has the same numbers).
+  const std::string path = (std::filesystem::temp_directory_path() / "fragscope_gui_message.log").string();
+  std::ofstream(path) << "epoch 3\nRuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB "
+                         "total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by "
+                         "PyTorch)\n";
+  std::string skip;
+  auto app = OpenApp(path, "oom", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(true)) << app->load_error();
+  ASSERT_EQ(app->document()->messages.size(), 1u);
+  const auto& diagnosis = app->document()->messages[0].diagnosis;
+  EXPECT_EQ(diagnosis.cause, traces::OomCause::kCapacity);
+  EXPECT_FALSE(diagnosis.arithmetic.empty());
+  EXPECT_FALSE(diagnosis.advice.empty());
+  Render(*app);
+  EXPECT_EQ(app->oom().messages_drawn(), 1u);
+  EXPECT_EQ(app->oom().shown_oom(), static_cast<std::size_t>(-1));
+  std::filesystem::remove(path);
+}
+
 TEST(Inspector, ABadFileShowsAnErrorAndTheWindowGoesOn) {
   std::string skip;
   const std::string bad = (std::filesystem::temp_directory_path() / "fragscope_gui_bad.txt").string();
