@@ -15,6 +15,7 @@
 #include "fragscope/allocator/policy.hpp"
 #include "policy_cases.hpp"
 #include "support/recording_sink.hpp"
+#include "support/counting_allocator.hpp"
 
 namespace fragscope {
 namespace {
@@ -26,35 +27,14 @@ using testing::PolicyCase;
 // with every other registered policy; PolicyTables checks that they do.
 std::atomic<int> toy_allocations{0};
 
-class CountingAllocator final : public DeviceAllocator {
- public:
-  explicit CountingAllocator(std::unique_ptr<DeviceAllocator> upstream) : upstream_(std::move(upstream)) {}
-  void* TryAllocate(std::uint64_t bytes, const AllocOptions& options, OomReport* report) override {
-    ++toy_allocations;
-    return upstream_->TryAllocate(bytes, options, report);
-  }
-  void Free(void* ptr) override { upstream_->Free(ptr); }
-  AllocatorStats Stats() const override { return upstream_->Stats(); }
-  void ResetPeaks() override { upstream_->ResetPeaks(); }
-  AllocatorSnapshot Snapshot() const override { return upstream_->Snapshot(); }
-  std::optional<OomReport> LastOom() const override { return upstream_->LastOom(); }
-  std::uint64_t ReleaseFreeRegions() override { return upstream_->ReleaseFreeRegions(); }
-  void CheckInvariants() const override { upstream_->CheckInvariants(); }
-  void SetSink(traces::EventSink* sink) override { upstream_->SetSink(sink); }
-  void Mark(std::string_view name) override { upstream_->Mark(name); }
-  std::uint32_t device() const override { return upstream_->device(); }
-  std::uint64_t limit() const override { return upstream_->limit(); }
-
- private:
-  std::unique_ptr<DeviceAllocator> upstream_;
-};
+using testing::CountingAllocator;
 
 const bool kToyRegistered = [] {
   Policy toy;
   toy.name = "toy";
   toy.description = "counts the allocations it forwards to bfc (conformance_test)";
   toy.create = [](const PolicyContext& context) -> std::unique_ptr<DeviceAllocator> {
-    return std::make_unique<CountingAllocator>(FindPolicy("bfc")->create(context));
+    return std::make_unique<CountingAllocator>(FindPolicy("bfc")->create(context), &toy_allocations);
   };
   RegisterPolicy(std::move(toy));
   return true;

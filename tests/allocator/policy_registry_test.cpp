@@ -9,6 +9,7 @@
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/allocator/policy.hpp"
+#include "support/counting_allocator.hpp"
 
 namespace fragscope {
 namespace {
@@ -17,28 +18,7 @@ std::atomic<int> toy_created{0};
 std::atomic<int> toy_allocations{0};
 
 // Forwards everything to `upstream`, counting allocations.
-class CountingAllocator final : public DeviceAllocator {
- public:
-  explicit CountingAllocator(std::unique_ptr<DeviceAllocator> upstream) : upstream_(std::move(upstream)) {}
-  void* TryAllocate(std::uint64_t bytes, const AllocOptions& options, OomReport* report) override {
-    ++toy_allocations;
-    return upstream_->TryAllocate(bytes, options, report);
-  }
-  void Free(void* ptr) override { upstream_->Free(ptr); }
-  AllocatorStats Stats() const override { return upstream_->Stats(); }
-  void ResetPeaks() override { upstream_->ResetPeaks(); }
-  AllocatorSnapshot Snapshot() const override { return upstream_->Snapshot(); }
-  std::optional<OomReport> LastOom() const override { return upstream_->LastOom(); }
-  std::uint64_t ReleaseFreeRegions() override { return upstream_->ReleaseFreeRegions(); }
-  void CheckInvariants() const override { upstream_->CheckInvariants(); }
-  void SetSink(traces::EventSink* sink) override { upstream_->SetSink(sink); }
-  void Mark(std::string_view name) override { upstream_->Mark(name); }
-  std::uint32_t device() const override { return upstream_->device(); }
-  std::uint64_t limit() const override { return upstream_->limit(); }
-
- private:
-  std::unique_ptr<DeviceAllocator> upstream_;
-};
+using testing::CountingAllocator;
 
 // One registration, once per process.
 void RegisterToy() {
@@ -51,7 +31,7 @@ void RegisterToy() {
     };
     toy.create = [](const PolicyContext& context) -> std::unique_ptr<DeviceAllocator> {
       ++toy_created;
-      return std::make_unique<CountingAllocator>(FindPolicy("passthrough")->create(context));
+      return std::make_unique<CountingAllocator>(FindPolicy("passthrough")->create(context), &toy_allocations);
     };
     toy.describe = [](const AllocConf&) { return std::string("toy over passthrough"); };
     RegisterPolicy(std::move(toy));
