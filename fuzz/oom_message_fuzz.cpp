@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../inspector/analysis/src/message_diagnosis.cpp"  // the diagnosis, instrumented with the parser
+#include "fragscope/analysis/message_diagnosis.hpp"  // compiled in by fuzz/run.sh, instrumented
 #include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/oom_message.hpp"
 #include "fuzz_check.hpp"

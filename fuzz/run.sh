@@ -89,6 +89,7 @@ fi
 # The allocator targets link the allocator's sources too (no CUDA backings), instrumented the same
 # way, into a second archive.
 TARGET_LIBS=("$LIB")
+TARGET_SOURCES=()
 case "$target" in
   allocator_api|alloc_conf)
     ALLOC_SOURCES=(allocator/src/*.cpp)
@@ -118,13 +119,16 @@ case "$target" in
     TARGET_LIBS=("$ALLOC_LIB" "$LIB")
     FLAGS+=(-Iallocator/include)
     ;;
-  oom_message) FLAGS+=(-Iinspector/analysis/include) ;;  # the diagnosis source is compiled in
+  oom_message)  # the diagnosis sources are compiled in, instrumented with the parser
+    FLAGS+=(-Iinspector/analysis/include)
+    TARGET_SOURCES=(inspector/analysis/src/message_diagnosis*.cpp)
+    ;;
 esac
 
 OUT=build/fuzz/$target
 mkdir -p "$OUT/corpus" "$OUT/artifacts"
 echo "==> building $OUT/fuzz with $CXX" >&2
-"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "fuzz/${target}_fuzz.cpp" "${TARGET_LIBS[@]}" $DEPS -pthread -o "$OUT/fuzz"
+"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "fuzz/${target}_fuzz.cpp" "${TARGET_SOURCES[@]}" "${TARGET_LIBS[@]}" $DEPS -pthread -o "$OUT/fuzz"
 
 rm -f "$OUT"/artifacts/*
 echo "==> fuzzing $target for $seconds s" >&2

@@ -1,0 +1,358 @@
+// The rules for PyTorch's messages: the caching allocator on CUDA, HIP and XPU (every era of its
+// wording), cudaMallocAsync and MPS.
+#include "message_diagnosis_internal.hpp"
+
+namespace fragscope::analysis::message_detail {
+
+// PyTorch's caching allocator on CUDA, HIP and XPU (every era of its wording).
+void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
+  Builder b(d);
+  b.Read("R", "requested", m.request);
+  b.Read("T", "total capacity", m.total);
+  b.Read("F", "free", m.free);
+  b.Read("A", "allocated by PyTorch", m.allocated);
+  b.Read("Rv", "reserved by PyTorch", m.reserved);
+  b.Read("U", m.reserved || m.process_total || m.allowed ? "reserved but unallocated" : "cached (reserved but unallocated)",
+         m.unallocated);
+  b.Read("P", "this process (NVML)", m.process_total);
+  b.Read("allowed", "allowed (memory fraction)", m.allowed);
+  b.Read("pools", "allocated in private pools", m.private_pools);
+  if (!m.request) {
+    b.Cause(OomCause::kUnknown, "the message gives no sizes: nothing to compute (the full message, with "
+                                "\"Tried to allocate\", would tell capacity from fragmentation)");
+    b.Advice("a smaller batch; torch.cuda.memory_summary() printed at the failure shows what is held");
+    return;
+  }
+  const Val R = Of(*m.request);
+  const std::uint64_t segment = PytorchSegmentSize(m.request->bytes);
+  const Val S = Bytes(static_cast<double>(segment), R.tol);
+  b.Derived("S", "segment to allocate", S.v);
+  b.Line("S = {} ({}): what the allocator must get from the driver when no cached block fits",
+         Fmt(S.v), R.v <= static_cast<double>(kMiB)        ? "R ≤ 1 MiB: one 2 MiB small-pool segment"
+                   : R.v < static_cast<double>(10 * kMiB) ? "1 MiB < R < 10 MiB: one 20 MiB segment"
+                                                          : "R rounded up to 2 MiB");
+  std::optional<Val> T = Opt(m.total), F = Opt(m.free), A = Opt(m.allocated), Rv = Opt(m.reserved),
+                     U = Opt(m.unallocated), P = Opt(m.process_total);
+  if (Rv && A && !U) {
+    U = Sub(*Rv, *A);
+    if (U->v < 0) U->v = 0;
+    b.Derived("U", "reserved but unallocated", U->v);
+    b.Line("U = Rv − A = {} − {} = {}", Rv->text, A->text, Fmt(U->v));
+  } else if (U && A && !Rv) {
+    Rv = Add(*A, *U);
+    b.Derived("Rv", "reserved by PyTorch", Rv->v);
+    b.Line("Rv = A + U = {} + {} = {}", A->text, U->text, Fmt(Rv->v));
+  }
+  // No "this process" line but one listed process as large as PyTorch's reservation: this process,
+  // seen through a container's PID namespace.
+  bool listed_self = false;
+  std::uint64_t self_pid = 0;
+  if (!P && Rv && !m.other_processes.empty()) {
+    for (const auto& p : m.other_processes) {
+      const Val size = Of(p.size);
+      const double over = size.v - Rv->v;
+      if (over >= -std::max(size.tol, Rv->tol) && over <= std::max(1.5 * kGiB, 0.1 * Rv->v)) {
+        P = size;
+        listed_self = true;
+        self_pid = p.pid;
+        b.Note(fmt::format("Process {} ({}) is probably this process seen from another PID namespace (a container): "
+                           "its memory is PyTorch's reservation plus {} (CUDA context and other non-PyTorch memory)",
+                           p.pid, p.size.text, Fmt(std::max(0.0, over))));
+        break;
+      }
+    }
+  }
+  double others_listed = 0;
+  for (const auto& p : m.other_processes) {
+    if (!(listed_self && p.pid == self_pid)) others_listed += static_cast<double>(p.size.bytes);
+  }
+  if (others_listed > 0) {
+    b.Derived("O", "other processes", others_listed);
+    b.Line("O = {} in {} other process{}", Fmt(others_listed), m.other_processes.size() - (listed_self ? 1 : 0),
+           m.other_processes.size() - (listed_self ? 1 : 0) == 1 ? "" : "es");
+  }
+  std::optional<Val> outside;
+  double in_process = 0;
+  if (T && F && Rv) {
+    outside = Sub(Sub(*T, *F), *Rv);
+    d.outside = outside->v > 0 ? static_cast<std::uint64_t>(std::llround(outside->v)) : 0;
+    b.Derived("outside", "neither free nor PyTorch's", outside->v);
+    b.Line("outside = T − F − Rv = {} − {} − {} = {}", T->text, F->text, Fmt(Rv->v), Fmt(outside->v));
+    if (P) {
+      in_process = P->v - Rv->v;
+      b.Line("P − Rv = {} − {} = {}: non-PyTorch memory inside this process", P->text, Fmt(Rv->v), Fmt(in_process));
+    }
+  }
+  const double other_bytes = others_listed > 0 ? others_listed
+                             : outside         ? std::max(0.0, outside->v - std::max(0.0, in_process))
+                                               : 0;
+
+  // 1. One request larger than the whole device.
+  if (T && Greater(R, *T)) {
+    b.Line("R = {} > T = {}: the request alone is {:.1f}× the device", R.text, T->text, R.v / T->v);
+    b.Cause(OomCause::kRequestTooLarge,
+            fmt::format("one request of {} is larger than the whole {} device ({}): no allocator setting can fit it",
+                        R.text, m.device.empty() ? "GPU" : m.device, T->text));
+    if (A && Greater(*A, *T)) {
+      d.wddm_spill = true;
+      b.Note(fmt::format("A = {} > T = {}: the allocated figure includes memory outside the card (on Windows the "
+                         "driver spills into shared system memory)", A->text, T->text));
+    }
+    if (R.v / T->v >= 100) {
+      b.Advice(fmt::format("a request {:.0f}× the device is a shape or size bug: check the shapes of the tensor "
+                           "being created at the failing line (a broadcast, a wrong dimension order, an int overflow)",
+                           R.v / T->v));
+    } else {
+      b.Advice(BatchEstimate(T->v - (outside ? std::max(0.0, outside->v) : 0), R.v) +
+               "; or split the operation that creates this one tensor (chunk it, or lower its precision)");
+    }
+    return;
+  }
+  // 2. Figures larger than the device: not the card's own memory.
+  if (T && ((A && Greater(*A, *T)) || (Rv && Greater(*Rv, *T)))) {
+    d.wddm_spill = true;
+    d.inconsistent = true;
+    const Val& big = Rv && Greater(*Rv, *T) ? *Rv : *A;
+    b.Line("{} = {} > T = {}: PyTorch holds more than the device has", Rv && Greater(*Rv, *T) ? "Rv" : "A",
+           big.text.empty() ? Fmt(big.v) : big.text, T->text);
+    b.Cause(OomCause::kUnknown,
+            fmt::format("the numbers do not describe the card's own memory: PyTorch holds {} on a {} device "
+                        "(on Windows, WDDM spills into shared system memory), so free and total cannot be compared",
+                        Fmt(big.v), T->text));
+    b.Advice("the process already runs far beyond the card (in shared system memory, slowly): " +
+             BatchEstimate(T->v, big.v + R.v));
+    return;
+  }
+  // 3. A per-process memory fraction ("X allowed;").
+  if (m.allowed) {
+    const Val W = Of(*m.allowed);
+    if (Greater(R, W)) {
+      b.Line("R = {} > allowed = {}", R.text, W.text);
+      b.Cause(OomCause::kRequestTooLarge,
+              fmt::format("one request of {} is larger than the {} this process is allowed "
+                          "(torch.cuda.set_per_process_memory_fraction)", R.text, W.text));
+      b.Advice("raise the fraction given to torch.cuda.set_per_process_memory_fraction, or a smaller request");
+      return;
+    }
+    if (Rv) {
+      const Val need = Add(*Rv, S);
+      b.Line("Rv + S = {} + {} = {} {} allowed = {}", Fmt(Rv->v), Fmt(S.v), Fmt(need.v),
+             Greater(need, W) ? ">" : "≤", W.text);
+      if (Greater(need, W)) {
+        b.Cause(OomCause::kCapacity,
+                fmt::format("the process may hold {} (a memory fraction of the {} device); it holds {} and a new "
+                            "{} segment would pass that", W.text, T ? T->text : "whole", Fmt(Rv->v), Fmt(S.v)));
+        b.Advice(fmt::format("the limit is the per-process memory fraction, not the device{}: raise "
+                             "torch.cuda.set_per_process_memory_fraction (or the test harness's fraction)",
+                             F ? fmt::format(" ({} is free)", F->text) : ""));
+        return;
+      }
+    }
+  }
+  // 4. The fresh segment fits in what the driver reported free: no OOM by these numbers.
+  if (!F) {
+    const Val held = Rv ? *Rv : A ? *A : Bytes(0);
+    if (T) {
+      const Val need = Add(R, held);
+      b.Line("R + Rv = {} + {} = {} {} T = {} (the message gives no free figure)", R.text, Fmt(held.v), Fmt(need.v),
+             Greater(need, *T) ? ">" : "≤", T->text);
+      if (Greater(need, *T)) {
+        b.Cause(OomCause::kCapacity, fmt::format("PyTorch's {} plus the request {} exceed the device's {}",
+                                                 Fmt(held.v), R.text, T->text));
+        b.Advice(BatchEstimate(T->v, need.v));
+        return;
+      }
+    }
+    b.Cause(OomCause::kUnknown,
+            fmt::format("the message gives no free figure, and by the total the request fits ({} requested, {} held "
+                        "by PyTorch{}): something outside PyTorch holds the rest, or the driver refused one "
+                        "allocation of this size", R.text, Fmt(held.v), T ? fmt::format(", {} total", T->text) : ""));
+    if (m.backend == "XPU" && R.v >= 4.0 * kGiB) {
+      b.Note("Intel GPU drivers limit a single allocation (often to 4 GiB) unless relaxed allocation limits are "
+             "enabled: a request of this size can fail with the device nearly empty");
+    }
+    b.Advice("check what else holds the device (xpu-smi / nvidia-smi / rocm-smi) and whether a smaller request "
+             "succeeds: if it does, the limit is per allocation, not the memory");
+    return;
+  }
+  if (LessEq(S, *F)) {
+    d.inconsistent = true;
+    b.Line("S = {} ≤ F = {}: a fresh segment fits in what the driver reported free", Fmt(S.v), F->text);
+    b.Cause(OomCause::kUnknown,
+            fmt::format("inconsistent numbers: the {} segment this request needs fits in the {} the driver reported "
+                        "free, so by these numbers it should not have failed (free changed between the failure and "
+                        "the report, or the driver refused one allocation of this size)", Fmt(S.v), F->text));
+    if (other_bytes >= static_cast<double>(kOutsideNoteFloor)) {
+      b.Note(fmt::format("{} of the device is held outside this PyTorch ({} of T){}", Fmt(other_bytes),
+                         Pct(other_bytes, T ? T->v : 0), others_listed > 0 ? " by the processes listed" : ""));
+    }
+    OutsideAdvice(b, m, other_bytes >= static_cast<double>(kOutsideNoteFloor) ? other_bytes : 0, in_process,
+                  listed_self, self_pid);
+    b.Advice("run it again alone on the device: another process allocating at the same moment, or a "
+             "per-allocation limit of the driver (WSL2, APUs), would explain it");
+    return;
+  }
+  b.Line("S = {} > F = {}: no fresh segment fits, so a cached block had to", Fmt(S.v), F->text);
+  const Val cached = U ? *U : Bytes(0);
+  const Val FU = Add(*F, cached);
+  // 5. Memory held outside this PyTorch decides it when it is a large share of the device.
+  const bool outside_decides = T && outside && outside->v >= kOutsideShare * T->v &&
+                               outside->v > static_cast<double>(kOutsideFloor);
+  if (U) {
+    b.Line("F + U = {} + {} = {} {} R = {}", F->text, U->text.empty() ? Fmt(U->v) : U->text, Fmt(FU.v),
+           Greater(R, FU) ? "<" : LessEq(R, FU) ? "≥" : "≈", R.text);
+  }
+  if (outside_decides) {
+    b.Cause(OomCause::kBacking,
+            fmt::format("{} of the {} device ({}) is held outside this PyTorch{}; PyTorch itself holds {}",
+                        Fmt(outside->v), T->text, Pct(outside->v, T->v),
+                        others_listed > 0 ? fmt::format(", {} of it by other processes", Fmt(others_listed)) : "",
+                        Rv ? Fmt(Rv->v) : "?"));
+    if (U && LessEq(R, FU)) {
+      b.Note(fmt::format("by PyTorch's own numbers it is also fragmentation: R ≤ F + U ({} cached in partly used "
+                         "segments)", Fmt(cached.v)));
+    }
+    OutsideAdvice(b, m, other_bytes, in_process, listed_self, self_pid);
+    return;
+  }
+  if (outside && T && (outside->v >= kOutsideNoteShare * T->v || outside->v >= static_cast<double>(kOutsideNoteFloor))) {
+    b.Note(fmt::format("{} of the device ({}) is neither free nor PyTorch's{}", Fmt(outside->v),
+                       Pct(outside->v, T->v),
+                       in_process > static_cast<double>(kGiB) / 2
+                           ? fmt::format(": {} non-PyTorch memory inside this process (P − Rv)", Fmt(in_process))
+                           : ": other processes, the CUDA context, the display"));
+  }
+  if (Greater(R, FU)) {
+    // 6. Capacity: even every free and cached byte together is too little.
+    b.Cause(OomCause::kCapacity,
+            fmt::format("the request {} is more than the free memory and PyTorch's cache together ({}); "
+                        "PyTorch holds {} in live tensors", R.text, Fmt(FU.v), A ? A->text : "?"));
+    const double have = (A ? A->v : 0) + FU.v;
+    b.Advice(BatchEstimate(have, (A ? A->v : 0) + R.v) +
+             "; or activation checkpointing (torch.utils.checkpoint), or lower precision (bf16 / fp16)");
+    if (outside && outside->v >= static_cast<double>(kOutsideNoteFloor)) {
+      OutsideAdvice(b, m, other_bytes, in_process, listed_self, self_pid);
+    }
+    b.Ours("`fragscope min-limit` on a trace of the run says the smallest limit that fits it");
+    return;
+  }
+  if (LessEq(R, FU)) {
+    // 7. Fragmentation: enough bytes, none contiguous.
+    b.Cause(OomCause::kFragmentation,
+            fmt::format("{} is free or cached (F + U = {}), more than the request {}, but no single "
+                        "block holds it: the cache is split inside partly used segments (PyTorch already released "
+                        "every fully free one before failing)", Fmt(FU.v), Fmt(FU.v), R.text));
+    if (A && T && A->v >= 0.95 * T->v) {
+      b.Note(fmt::format("the device is {} allocated (A / T): even without fragmentation it is at capacity",
+                         Pct(A->v, T->v)));
+    }
+    if (R.v <= static_cast<double>(kMiB)) {
+      b.Note("R ≤ 1 MiB is served from the small pool: cached blocks of the large pool cannot serve it");
+    }
+    PytorchFragmentationAdvice(b, m, cached);
+    return;
+  }
+  b.Cause(OomCause::kUnknown,
+          fmt::format("inconclusive: R = {} and F + U = {} differ by less than the rounding of the printed figures",
+                      R.text, Fmt(FU.v)));
+  b.Advice(BatchEstimate((A ? A->v : 0) + FU.v, (A ? A->v : 0) + R.v));
+}
+
+void DiagnosePytorchAsync(const OomMessage& m, MessageDiagnosis& d) {
+  Builder b(d);
+  b.Read("R", "requested", m.request);
+  b.Read("C", "currently allocated", m.allocated);
+  b.Read("L", "device limit", m.device_limit);
+  b.Read("F", "free (according to CUDA)", m.free);
+  b.Read("allowed", "PyTorch limit (memory fraction)", m.allowed);
+  if (!m.request || !m.allocated || !m.device_limit) {
+    b.Cause(OomCause::kUnknown, "the message lacks the request, the allocated or the limit figure");
+    return;
+  }
+  const Val R = Of(*m.request), C = Of(*m.allocated), L = Of(*m.device_limit);
+  if (m.unlimited_fraction) b.Line("PyTorch limit = no limit (the printed value is the largest size): no memory fraction set");
+  if (Greater(R, L)) {
+    b.Line("R = {} > L = {}", R.text, L.text);
+    b.Cause(OomCause::kRequestTooLarge, fmt::format("one request of {} is larger than the device ({})", R.text, L.text));
+    b.Advice("check the shapes of the tensor being created: one tensor larger than the device");
+    return;
+  }
+  const Val CR = Add(C, R);
+  b.Line("C + R = {} + {} = {} {} L = {}", C.text, R.text, Fmt(CR.v), Greater(CR, L) ? ">" : "≤", L.text);
+  if (Greater(CR, L)) {
+    b.Cause(OomCause::kCapacity, fmt::format("live tensors ({}) plus the request exceed the device ({})", C.text, L.text));
+    b.Advice(BatchEstimate(L.v, CR.v));
+    return;
+  }
+  if (!m.free) {
+    b.Cause(OomCause::kUnknown, "the message gives no free figure");
+    return;
+  }
+  const Val F = Of(*m.free);
+  if (LessEq(R, F)) {
+    d.inconsistent = true;
+    b.Line("R = {} ≤ F = {}", R.text, F.text);
+    b.Cause(OomCause::kUnknown, "inconsistent numbers: the request fits in what CUDA reported free");
+    return;
+  }
+  const Val gap = Sub(Sub(L, C), F);
+  d.outside = gap.v > 0 ? static_cast<std::uint64_t>(std::llround(gap.v)) : 0;
+  b.Derived("gap", "neither live tensors nor free", gap.v);
+  b.Line("L − C − F = {} − {} − {} = {}: memory that no live tensor of this PyTorch holds", L.text, C.text, F.text,
+         Fmt(gap.v));
+  b.Cause(OomCause::kBacking,
+          fmt::format("{} of the device is held by neither a live tensor nor free: other processes, or the "
+                      "cudaMallocAsync pool's cached memory (this backend reports no cached figure, so the two "
+                      "cannot be told apart); without it the request would fit", Fmt(gap.v)));
+  b.Advice("torch.cuda.empty_cache() returns the cudaMallocAsync pool's unused memory to the driver; if nvidia-smi "
+           "shows other processes on the GPU, stop them or use another GPU (CUDA_VISIBLE_DEVICES)");
+  b.Advice("PYTORCH_CUDA_ALLOC_CONF=backend:native (the default caching allocator) reports cached memory and "
+           "accepts expandable_segments:True, if the pool's cache is the holder");
+}
+
+void DiagnosePytorchMps(const OomMessage& m, MessageDiagnosis& d) {
+  Builder b(d);
+  b.Read("R", "requested", m.request);
+  b.Read("M", "MPS allocated", m.allocated);
+  b.Read("O", "other allocations (Metal, outside PyTorch's heaps)", m.other_allocations);
+  b.Read("W", "max allowed (watermark)", m.allowed);
+  if (!m.request || !m.allocated || !m.allowed) {
+    b.Cause(OomCause::kUnknown, "the message lacks the request, the allocated or the limit figure");
+    return;
+  }
+  const Val R = Of(*m.request), M = Of(*m.allocated), W = Of(*m.allowed);
+  const Val O = m.other_allocations ? Of(*m.other_allocations) : Bytes(0);
+  if (m.hint_watermark) {
+    b.Note("a limit is printed, so PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 was not in effect (with 0.0 there is none)");
+  }
+  if (Greater(R, W)) {
+    b.Line("R = {} > W = {}", R.text, W.text);
+    b.Cause(OomCause::kRequestTooLarge, fmt::format("one request of {} is larger than the limit {}", R.text, W.text));
+    b.Advice("check the shapes of the tensor being created: one tensor larger than the memory allowed");
+    return;
+  }
+  const Val need = Add(Add(M, O), R);
+  b.Line("M + O + R = {} + {} + {} = {} {} W = {}", M.text, O.text.empty() ? Fmt(O.v) : O.text, R.text, Fmt(need.v),
+         need.v > W.v ? ">" : "≤", W.text);
+  if (need.v <= W.v) {
+    d.inconsistent = true;
+    b.Cause(OomCause::kUnknown, "inconsistent numbers: the request fits under the limit");
+    return;
+  }
+  if (O.v >= kOutsideShare * W.v && O.v > static_cast<double>(kOutsideFloor)) {
+    d.outside = static_cast<std::uint64_t>(O.v);
+    b.Cause(OomCause::kBacking,
+            fmt::format("{} of the {} limit ({}) is Metal memory of this process outside PyTorch's MPS heaps "
+                        "(other allocations); PyTorch itself holds {}", O.text, W.text, Pct(O.v, W.v), M.text));
+    b.Advice("the other allocations are Metal memory outside PyTorch's heaps in this process (another library, "
+             "graphics, or tensors converted outside torch): release them, or torch.mps.empty_cache() between stages");
+  } else {
+    b.Cause(OomCause::kCapacity, fmt::format("PyTorch's {} plus other {} plus the request pass the {} "
+                                             "limit by {}", M.text, O.text, W.text, Fmt(need.v - W.v)));
+    b.Advice(BatchEstimate(W.v - O.v, M.v + R.v));
+  }
+  b.Advice("PYTORCH_MPS_HIGH_WATERMARK_RATIO above its default raises the limit (0.0 removes it, at the risk of "
+           "the system running out of memory)");
+}
+
+}  // namespace fragscope::analysis::message_detail

@@ -1,0 +1,93 @@
+// Private to the out-of-memory message reader: the scan state and helpers shared by the line scanner
+// (oom_message.cpp) and the wording families it hands each message to (oom_message_pytorch.cpp,
+// oom_message_xla.cpp, oom_message_tensorflow.cpp, oom_message_cuda.cpp).
+//
+// A family reader gets the line where the scanner detected its wording, reads at most a few
+// following lines, appends what it found to MessageScan::found and returns the line after the
+// message, where the scan goes on; so the whole scan stays linear in the input.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fragscope/traces/oom_message.hpp"
+#include "import/oom_message_text.hpp"
+
+namespace fragscope::traces::oomscan {
+
+constexpr std::size_t kMaxMessageText = 8192;  // what a message keeps of its own text
+
+struct Line {
+  std::string_view text;
+  std::size_t offset = 0;
+};
+
+// One scan over a text: its lines, the messages found so far, and what earlier lines said that a
+// later message needs.
+struct MessageScan {
+  explicit MessageScan(std::string_view text);
+
+  std::string_view At(std::size_t i) const { return i < lines.size() ? lines[i].text : std::string_view(); }
+
+  // A message that starts (and so far ends) at line i.
+  OomMessage Start(std::size_t i) const;
+
+  // The line and up to `extra` following ones joined with one blank, while `more` says the text so
+  // far is incomplete. Returns the text and sets *last to the last line used.
+  template <typename More>
+  std::string Join(std::size_t i, std::size_t extra, More more, std::size_t* last) const {
+    std::string joined(oomtext::Trim(At(i)).empty() ? At(i) : At(i));
+    *last = i;
+    while (*last + 1 < lines.size() && *last - i < extra && more(std::string_view(joined))) {
+      ++*last;
+      while (!joined.empty() && oomtext::IsBlank(joined.back())) joined.pop_back();
+      joined += ' ';
+      joined += oomtext::TrimLeft(At(*last));
+      if (joined.size() > kMaxMessageText) break;
+    }
+    return joined;
+  }
+
+  std::vector<Line> lines;
+  std::vector<OomMessage> found;
+  // TensorFlow prints the device's memory once, when it creates the device; its later failures
+  // do not repeat it.
+  std::optional<PrintedSize> tf_total, tf_free;
+  std::size_t tf_total_line = 0;
+  std::size_t cublas_failed_line = 0;  // 1-based; 0: none seen
+};
+
+// What kind of message starts in this line, by its most specific wording. Family readers ask it
+// too, to stop where the next message starts.
+std::optional<OomMessageKind> Detect(std::string_view s);
+
+// The message's own text, cut at kMaxMessageText.
+void SetText(OomMessage& m, std::string_view text);
+void AppendText(OomMessage& m, std::string_view text);
+
+// A size after `label`; a size there that cannot be represented becomes a problem of the message.
+std::optional<PrintedSize> Field(OomMessage& m, std::string_view s, std::string_view label, std::size_t from = 0);
+// The size that ends right before `end`, with the same handling of sizes too large.
+std::optional<PrintedSize> FieldBefore(OomMessage& m, std::string_view s, std::size_t end);
+
+// PyTorch's wording that a sizeless raw error can carry too (oom_message_pytorch.cpp).
+void ReadPytorchHints(OomMessage& m, std::string_view s);
+std::string BackendBefore(std::string_view s, std::size_t pos);
+
+// The family readers: each reads the message whose wording Detect found at line i and returns the
+// line after it.
+std::size_t ReadPytorchCaching(MessageScan& scan, std::size_t i);
+std::size_t ReadPytorchMps(MessageScan& scan, std::size_t i);
+std::size_t ReadPytorchAsync(MessageScan& scan, std::size_t i);
+std::size_t ReadXlaTpuCompile(MessageScan& scan, std::size_t i);
+std::size_t ReadXlaRequest(MessageScan& scan, std::size_t i);
+std::size_t ReadXlaRuntime(MessageScan& scan, std::size_t i);
+std::size_t ReadTfTensor(MessageScan& scan, std::size_t i);
+std::size_t ReadTfAlloc(MessageScan& scan, std::size_t i, OomMessageKind kind);
+// Sizeless errors: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS, cuDNN.
+std::size_t ReadRawError(MessageScan& scan, std::size_t i, OomMessageKind kind);
+
+}  // namespace fragscope::traces::oomscan

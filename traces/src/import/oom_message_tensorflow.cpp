@@ -1,0 +1,180 @@
+// TensorFlow's out-of-memory wordings: "OOM when allocating tensor with shape" and
+// stream_executor's device and pinned host allocation failures with their 0.9× retry cascades.
+#include <array>
+
+#include <fmt/format.h>
+
+#include "fragscope/traces/byte_math.hpp"
+#include "import/oom_message_scan.hpp"
+
+namespace fragscope::traces::oomscan {
+
+using namespace oomtext;
+
+namespace {
+
+// TensorFlow's dtype names and their sizes in bytes (0: unknown).
+std::uint64_t DtypeSize(std::string_view dtype) {
+  static constexpr std::array<std::pair<std::string_view, std::uint64_t>, 22> kSizes = {{
+      {"float", 4},     {"double", 8},     {"half", 2},       {"bfloat16", 2},  {"int32", 4},  {"int64", 8},
+      {"int16", 2},     {"int8", 1},       {"uint8", 1},      {"uint16", 2},    {"uint32", 4}, {"uint64", 8},
+      {"bool", 1},      {"complex64", 8},  {"complex128", 16}, {"float16", 2},  {"float32", 4}, {"float64", 8},
+      {"qint8", 1},     {"quint8", 1},     {"qint32", 4},     {"float8_e4m3fn", 1},
+  }};
+  for (const auto& [name, size] : kSizes) {
+    if (dtype == name) return size;
+  }
+  return 0;
+}
+
+// "DT_FLOAT" → "float" (the names TensorFlow prints in its messages).
+std::string DtypeFromEnum(std::string_view name) {
+  std::string out;
+  for (char c : name.substr(3)) out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+
+void ParseTfTensor(OomMessage& m, std::string_view s) {
+  m.kind = OomMessageKind::kTfTensor;
+  m.framework = "tensorflow";
+  m.backend = "GPU";
+  const std::size_t at = s.find("OOM when allocating tensor");
+  std::string_view rest = s.substr(at);
+  if (const std::size_t shape = rest.find("shape["); shape != std::string_view::npos) {
+    std::string_view dims = rest.substr(shape + 6);
+    const std::size_t close = dims.find(']');
+    dims = dims.substr(0, close);
+    while (!dims.empty()) {
+      std::string_view before = dims;
+      const auto value = UintAfter(dims, "");
+      if (!value) break;
+      m.tensor_shape.push_back(*value);
+      const std::size_t comma = dims.find(',');
+      if (comma == std::string_view::npos) break;
+      dims = dims.substr(comma + 1);
+      if (dims.size() >= before.size()) break;
+    }
+  } else if (rest.find("shapedim {") != std::string_view::npos || rest.find("dim { size:") != std::string_view::npos) {
+    // TF 0.x: "shapedim { size: 10000 } dim { size: 14 } …"
+    for (std::size_t p = rest.find("size:"); p != std::string_view::npos; p = rest.find("size:", p + 5)) {
+      if (const auto value = UintAfter(rest, "size:", p)) m.tensor_shape.push_back(*value);
+    }
+  }
+  if (const std::size_t type = rest.find(" and type "); type != std::string_view::npos) {
+    m.tensor_dtype = std::string(IdentifierAt(rest, type + 10));
+  }
+  if (const std::size_t dev = rest.find("device:"); dev != std::string_view::npos) {
+    std::size_t end = dev + 7;
+    while (end < rest.size() && !IsBlank(rest[end])) ++end;
+    m.device = std::string(rest.substr(dev + 7, end - dev - 7));
+  }
+  if (const std::size_t by = rest.find("by allocator "); by != std::string_view::npos) {
+    m.allocator = std::string(IdentifierAt(rest, by + 13));
+  }
+}
+
+void FinishTfTensor(OomMessage& m) {
+  if (m.tensor_shape.empty()) return;
+  const std::uint64_t element = DtypeSize(m.tensor_dtype);
+  std::optional<std::uint64_t> elements = 1;
+  for (std::uint64_t d : m.tensor_shape) {
+    if (elements) elements = CheckedMul(*elements, d);
+  }
+  if (element == 0) return;  // unknown dtype: no size
+  std::optional<std::uint64_t> bytes = elements ? CheckedMul(*elements, element) : std::nullopt;
+  if (!bytes || !IsRepresentableSize(*bytes)) {
+    m.problems.push_back(fmt::format("line {}: the tensor's shape describes more than the 4 EiB fragscope represents",
+                                     m.line));
+    return;
+  }
+  m.request = PrintedSize{*bytes, 0, fmt::format("{} bytes", *bytes)};
+}
+
+// "failed to allocate 1.52G (1631518720 bytes) from device" / "failed to alloc 782758144 bytes on host"
+std::optional<PrintedSize> TfAttempt(OomMessage& m, std::string_view s) {
+  if (const std::size_t open = s.find(" ("); open != std::string_view::npos && Contains(s, "bytes)")) {
+    if (auto exact = Field(m, s, " (", open)) return exact;
+  }
+  if (Contains(s, "failed to allocate ")) return Field(m, s, "failed to allocate ");
+  if (Contains(s, "failed to alloc ")) return Field(m, s, "failed to alloc ");
+  // "could not allocate pinned host memory of size: 782758144": plain bytes.
+  if (const auto bytes = UintAfter(s, "memory of size:"); bytes && IsRepresentableSize(*bytes)) {
+    return PrintedSize{*bytes, 0, std::to_string(*bytes)};
+  }
+  return std::nullopt;
+}
+
+bool SameSizeOrCascade(std::uint64_t previous, std::uint64_t next) {
+  if (next == previous) return true;
+  // TensorFlow's retry: each next size is 0.9 of the last (within a page of rounding).
+  const double ratio = static_cast<double>(next) / static_cast<double>(previous);
+  return ratio > 0.88 && ratio < 0.92;
+}
+
+std::string FrameworkOfStreamExecutor(std::string_view s) {
+  if (Contains(s, "external/org_tensorflow") || Contains(s, "jaxlib")) return "jax";
+  return "tensorflow";
+}
+
+}  // namespace
+
+std::size_t ReadTfTensor(MessageScan& scan, std::size_t i) {
+  OomMessage m = scan.Start(i);
+  const std::string_view s = scan.At(i);
+  SetText(m, Trim(s));
+  ParseTfTensor(m, s);
+  // "[[Node: …]]", "[[node …]]", "Hint: …" and "[Op:…]" lines belong to it.
+  std::size_t k = i + 1;
+  for (; k < scan.lines.size() && k - i <= 4; ++k) {
+    const std::string_view t = Trim(scan.At(k));
+    if (t.substr(0, 2) != "[[" && t.substr(0, 5) != "Hint:" && t.substr(0, 4) != "[Op:") break;
+    if (m.tensor_dtype.empty()) {
+      if (const std::size_t dt = t.find("T=DT_"); dt != std::string_view::npos) {
+        m.tensor_dtype = DtypeFromEnum(IdentifierAt(t, dt + 2));
+      }
+    }
+    AppendText(m, t);
+    m.end_line = k + 1;
+  }
+  m.tf_report_tensor_hint = Contains(m.text, "report_tensor_allocations_upon_oom");
+  FinishTfTensor(m);
+  const std::size_t next = m.end_line;
+  scan.found.push_back(std::move(m));
+  return next;
+}
+
+std::size_t ReadTfAlloc(MessageScan& scan, std::size_t i, OomMessageKind kind) {
+  const std::string_view s = scan.At(i);
+  OomMessage fresh = scan.Start(i);
+  const std::optional<PrintedSize> attempt = TfAttempt(fresh, s);
+  const bool pinned_note = Contains(s, "could not allocate pinned host memory");
+  // The same failure again, or TensorFlow's retry at 0.9 of the size, joins the last message.
+  if (!scan.found.empty()) {
+    OomMessage& prev = scan.found.back();
+    if (prev.kind == kind && i + 1 - prev.end_line <= 3 && attempt && !prev.attempts.empty() &&
+        SameSizeOrCascade(prev.attempts.back().bytes, attempt->bytes)) {
+      if (!(pinned_note && attempt->bytes == prev.attempts.back().bytes)) prev.attempts.push_back(*attempt);
+      AppendText(prev, Trim(s));
+      prev.end_line = i + 1;
+      return i + 1;
+    }
+  }
+  OomMessage m = std::move(fresh);
+  m.kind = kind;
+  m.framework = FrameworkOfStreamExecutor(s);
+  m.backend = kind == OomMessageKind::kTfHostAlloc ? "host" : "GPU";
+  m.device = kind == OomMessageKind::kTfHostAlloc ? "host (pinned)" : "GPU";
+  m.error_code = Contains(s, "CUDA_ERROR_OUT_OF_MEMORY") ? "CUDA_ERROR_OUT_OF_MEMORY" : "";
+  SetText(m, Trim(s));
+  if (attempt) m.attempts.push_back(*attempt);
+  m.request = attempt;
+  if (kind == OomMessageKind::kTfDeviceAlloc && scan.tf_total && i - scan.tf_total_line < 200) {
+    m.total = scan.tf_total;
+    m.free = scan.tf_free;
+  }
+  m.cublas_init_failed = scan.cublas_failed_line != 0 && i + 1 - scan.cublas_failed_line <= 10;
+  scan.found.push_back(std::move(m));
+  return i + 1;
+}
+
+}  // namespace fragscope::traces::oomscan
