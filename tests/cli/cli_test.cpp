@@ -16,61 +16,24 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/cli_fixture.hpp"
+#include "support/golden.hpp"
 #include "support/shell.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using fragscope::testing::ExpectGolden;
 using fragscope::testing::Quote;
 using fragscope::testing::Slurp;
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = fragscope::testing::CliResult;
 
-class Cli : public ::testing::Test {
+class Cli : public fragscope::testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fragscope_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs fragscope with `args` (each quoted), capturing stdout, stderr and the exit code.
-  Result Run(const std::vector<std::string>& args) {
-    std::string command = Quote(FRAGSCOPE_CLI);
-    for (const auto& arg : args) command += " " + Quote(arg);
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    command += " >" + Quote(out.string()) + " 2>" + Quote(err.string());
-    const int status = std::system(command.c_str());
-    Result result;
-    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = Slurp(out);
-    result.err = Slurp(err);
-    return result;
-  }
-
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
   static std::string Sample(const std::string& name) {
     return (fs::path(FRAGSCOPE_SOURCE_DIR) / "traces" / "samples" / name).string();
   }
-
-  // Compares `actual` with tests/golden/NAME, or rewrites it when FRAGSCOPE_UPDATE_GOLDEN is set.
-  static void ExpectGolden(const std::string& name, const std::string& actual) {
-    const fs::path path = fs::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "golden" / name;
-    if (std::getenv("FRAGSCOPE_UPDATE_GOLDEN") != nullptr) {
-      std::ofstream(path, std::ios::binary) << actual;
-      return;
-    }
-    ASSERT_TRUE(fs::exists(path)) << path << " is missing; run with FRAGSCOPE_UPDATE_GOLDEN=1";
-    EXPECT_EQ(actual, Slurp(path)) << "output differs from " << path;
-  }
-
-  fs::path dir_;
 };
 
 TEST_F(Cli, HelpListsEverySubcommand) {
@@ -682,98 +645,6 @@ TEST_F(Cli, OutOfHostMemoryNamesTheFileAndWhatItDescribes) {
   EXPECT_EQ(FirstLine(Slurp(err)), "error: out of host memory while reading " + Path("memo.pickle") +
                                        " (the input describes a PyTorch memory snapshot of 4105 bytes; limit it "
                                        "with --max-events)");
-}
-
-// ---- out-of-memory error messages ------------------------------------------------------------
-
-// A message in PyTorch 2.2's wording with this test's own numbers (the corpus stays in ../shared).
-const char kMessage22[] =
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of "
-    "23.65 GiB of which 2.10 GiB is free. Including non-PyTorch memory, this process has 21.50 GiB memory in use. "
-    "Of the allocated memory 17.25 GiB is allocated by PyTorch, and 3.90 GiB is reserved by PyTorch but "
-    "unallocated. If reserved but unallocated memory is large try setting "
-    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n";
-const char kMessageOld[] =
-    "RuntimeError: CUDA out of memory. Tried to allocate 700.00 MiB (GPU 3; 10.92 GiB total capacity; 9.80 GiB "
-    "already allocated; 300.00 MiB free; 10.10 GiB reserved in total by PyTorch)\n";
-
-TEST_F(Cli, MessageFromStdinGoldenTextAndExitCode) {
-  const std::string input = Path("paste.txt");
-  std::ofstream(input) << kMessage22;
-  const std::string cli = Quote(FRAGSCOPE_CLI);
-  const std::string out = Path("out.txt");
-  const int status = std::system((cli + " report - <" + Quote(input) + " >" + Quote(out)).c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1) << "a report of an OOM exits 1";
-  const std::string text = Slurp(out);
-  EXPECT_NE(text.find("cause: fragmentation"), std::string::npos) << text;
-  ExpectGolden("report-message.txt", text);
-}
-
-TEST_F(Cli, MessagesInALogAsJson) {
-  std::string log;
-  for (int i = 0; i < 2000; ++i) log += "INFO step " + std::to_string(i) + " loss 0.42\n";
-  log += kMessageOld;
-  for (int i = 0; i < 2000; ++i) log += "INFO retry " + std::to_string(i) + "\n";
-  log += kMessage22;
-  std::ofstream(Path("train.log")) << log;
-  const Result r = Run({"report", Path("train.log"), "--json"});
-  ASSERT_EQ(r.code, 1) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["format"], "OOM error message");
-  EXPECT_EQ(j["kind"], "message");
-  EXPECT_EQ(j["events"], 0);
-  ASSERT_EQ(j["devices"].size(), 2u);  // GPU 3, then GPU 0
-  const auto& gpu3 = j["devices"][0];
-  EXPECT_EQ(gpu3["device"], 3);
-  EXPECT_EQ(gpu3["kind"], "message");
-  EXPECT_EQ(gpu3["name"], "GPU 3");
-  ASSERT_EQ(gpu3["ooms"].size(), 1u);
-  const auto& oom = gpu3["ooms"][0];
-  EXPECT_EQ(oom["line"], 2001);
-  EXPECT_EQ(oom["request"], 700ull << 20);
-  EXPECT_EQ(oom["reserved"], static_cast<std::uint64_t>(10.10L * (1ull << 30) + 0.5L));
-  EXPECT_EQ(oom["cause"], "capacity");  // F + U = 300 MiB + 307.2 MiB < R = 700 MiB
-  EXPECT_FALSE(oom["arithmetic"].empty());
-  EXPECT_FALSE(oom["explanation"].get<std::string>().empty());
-  const auto& gpu0 = j["devices"][1]["ooms"][0];
-  EXPECT_EQ(gpu0["cause"], "fragmentation");
-  EXPECT_EQ(gpu0["wording"], "pytorch-caching");
-  EXPECT_TRUE(gpu0.contains("process_total"));
-  EXPECT_FALSE(gpu0.contains("rounded")) << "nothing the message does not give";
-  // --device picks one; a device no message names is a usage error.
-  const auto only = nlohmann::json::parse(Run({"report", Path("train.log"), "--json", "--device", "0"}).out);
-  EXPECT_EQ(only["devices"].size(), 1u);
-  const Result none = Run({"report", Path("train.log"), "--device", "5"});
-  EXPECT_EQ(none.code, 2);
-}
-
-TEST_F(Cli, MessageHostileNumbersAreUnknownWithAWarning) {
-  std::ofstream(Path("huge.log")) << "CUDA out of memory. Tried to allocate 99999999999 GiB (GPU 0; 11.17 GiB total "
-                                     "capacity; 10.90 GiB already allocated; 576.00 KiB free; 30.96 MiB cached)\n";
-  const Result r = Run({"report", Path("huge.log"), "--json"});
-  ASSERT_EQ(r.code, 1) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["devices"][0]["ooms"][0]["cause"], "unknown");
-  EXPECT_FALSE(j["devices"][0]["ooms"][0].contains("request"));
-  ASSERT_EQ(j["warnings"].size(), 1u);
-  EXPECT_NE(j["warnings"][0].get<std::string>().find("4 EiB"), std::string::npos);
-}
-
-TEST_F(Cli, EveryCorpusMessageReports) {
-  const fs::path corpus = fs::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data" / "oom_messages";
-  if (!fs::is_directory(corpus)) GTEST_SKIP() << "shared data not found: " << corpus;
-  int files = 0;
-  for (const auto& entry : fs::directory_iterator(corpus)) {
-    if (entry.path().extension() != ".log") continue;
-    ++files;
-    const Result r = Run({"report", entry.path().string(), "--json"});
-    EXPECT_EQ(r.code, 1) << entry.path() << ": " << r.err;
-    const auto j = nlohmann::json::parse(r.out, nullptr, false);
-    ASSERT_FALSE(j.is_discarded()) << entry.path();
-    EXPECT_EQ(j["devices"].size(), 1u) << entry.path();
-  }
-  EXPECT_EQ(files, 66);
 }
 
 }  // namespace

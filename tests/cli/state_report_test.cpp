@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "support/cli_runner.hpp"
+#include "support/cli_fixture.hpp"
 
 namespace {
 
@@ -17,21 +17,11 @@ using fragscope::testing::CliResult;
 
 const std::string kSharedData = fs::path(FRAGSCOPE_SOURCE_DIR).parent_path().string() + "/shared/data";
 
-class StateReport : public ::testing::Test {
+class StateReport : public fragscope::testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fragscope_state_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  CliResult Run(const std::vector<std::string>& args) { return fragscope::testing::RunProgram(FRAGSCOPE_CLI, args, dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
   static std::string Fixture(const std::string& name) {
     return (fs::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "fixtures" / "tf" / name).string();
   }
-
-  fs::path dir_;
 };
 
 // The shared FlexGen snapshot was taken at an OOM with recording off: 176 segments, 460 blocks.
