@@ -192,7 +192,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
              "per-allocation limit of the driver (WSL2, APUs), would explain it");
     return;
   }
-  b.Line("S = {} > F = {}: no fresh segment fits, so a cached block had to", Fmt(S.v), F->text);
+  b.Line("S = {} > F = {}: no fresh segment fits, so the request needed a cached block of at least R", Fmt(S.v), F->text);
   const Val cached = U ? *U : Bytes(0);
   const Val FU = Add(*F, cached);
   // 5. Memory held outside this PyTorch decides it when it is a large share of the device.
