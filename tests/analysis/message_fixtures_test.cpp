@@ -14,11 +14,12 @@
 #include <string>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>  // header-only; the tests/analysis executables do not link it
+#include <nlohmann/json.hpp>  
 
 #include "fragscope/analysis/message_diagnosis.hpp"
 #include "fragscope/traces/oom.hpp"
 #include "fragscope/traces/oom_message.hpp"
+#include "support/shell.hpp"
 
 namespace fragscope::analysis {
 namespace {
@@ -26,12 +27,8 @@ namespace {
 const std::filesystem::path kFixtures =
     std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "fixtures" / "oom_messages";
 
-std::string ReadText(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// The whole file (support/shell.hpp).
+std::string ReadText(const std::filesystem::path& path) { return fragscope::testing::Slurp(path); }
 
 TEST(MessageFixtures, EveryMessageGetsTheCauseTheScriptComputed) {
   ASSERT_TRUE(std::filesystem::is_regular_file(kFixtures / "expected.json"))

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fragscope/traces/oom_message.hpp"
+#include "support/shell.hpp"
 
 namespace fragscope::traces {
 namespace {
@@ -28,12 +29,8 @@ namespace {
 const std::filesystem::path kFixtures =
     std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "fixtures" / "oom_messages";
 
-std::string ReadText(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// The whole file (support/shell.hpp).
+std::string ReadText(const std::filesystem::path& path) { return fragscope::testing::Slurp(path); }
 
 nlohmann::json Expected() {
   std::ifstream in(kFixtures / "expected.json");
