@@ -205,7 +205,11 @@ void App::Poll() {
       // Start where there is something to see: the first OOM, else the last event.
       const std::uint64_t n = document_->model->event_count();
       std::uint64_t at = n == 0 ? 0 : n - 1;
-      if (!document_->cursor_index.ooms().empty()) at = document_->cursor_index.ooms().front();
+      if (!document_->cursor_index.ooms().empty()) {
+        at = document_->cursor_index.ooms().front();
+        // On the device that ran out of memory there, not on device 0 (issue 17, item 1).
+        if (at < n) selection_.device = document_->model->event(at).device;
+      }
       if (options_.at) at = *options_.at;
       options_.at.reset();
       SetCursor(at);

@@ -15,6 +15,7 @@
 
 #include "app.hpp"
 #include "fragscope/analysis/synth.hpp"
+#include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 
 namespace fragscope::gui {
@@ -442,6 +443,48 @@ TEST(Inspector, ASelectedChunkIsOutlinedAndItsFreeIsFound) {
   const int x = rect.x0 + static_cast<int>(cell) % width;
   const int y = rect.y0 + static_cast<int>(cell) / width * app->map().row_pitch() + 1;
   EXPECT_EQ(frame.At(x, y), ToRgb(colours::kSelected));
+}
+
+// Issue 17, item 1: a trace whose device 1 ran out of memory opened on device 0, whose OOM panel
+// then said "No out-of-memory event on device 0". It opens on the device of the first OOM.
+TEST(Inspector, OpensOnTheDeviceThatRanOutOfMemory) {
+  const std::string path = (std::filesystem::temp_directory_path() / "fragscope_gui_oom_dev1.fst").string();
+  {
+    traces::Trace trace;
+    trace.header.producer = "gui_test";
+    trace.header.devices = {{0, "gpu 0", "sim", 1 << 30, 1 << 30}, {1, "gpu 1", "sim", 1 << 30, 1 << 30}};
+    const auto add = [&](traces::EventType type, std::uint32_t device, std::uint64_t address, std::uint64_t size) {
+      traces::Event& e = trace.events.emplace_back();
+      e.type = type;
+      e.device = device;
+      e.seq = trace.events.size() - 1;
+      e.address = address;
+      e.size = size;
+      if (type == traces::EventType::kAlloc) e.rounded = size, e.region = address, e.alloc_id = e.seq + 1;
+      return &e;
+    };
+    add(traces::EventType::kRegionReserve, 0, 0x10000000, 8 << 20);
+    add(traces::EventType::kAlloc, 0, 0x10000000, 4 << 20);
+    add(traces::EventType::kRegionReserve, 1, 0x20000000, 8 << 20);
+    add(traces::EventType::kAlloc, 1, 0x20000000, 6 << 20);
+    traces::Event* oom = add(traces::EventType::kOom, 1, 0, 0);
+    oom->oom.request = oom->oom.rounded = 4 << 20;
+    oom->oom.limit = oom->oom.reserved = 8 << 20;
+    oom->oom.in_use = oom->oom.live_requested = 6 << 20;
+    oom->oom.free_in_regions = oom->oom.largest_free = 2 << 20;
+    oom->oom.cause = traces::OomCause::kCapacity;
+    add(traces::EventType::kAlloc, 0, 0x10400000, 1 << 20);
+    traces::WriteTrace(trace, path);
+  }
+  std::string skip;
+  auto app = OpenApp(path, "oom", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  EXPECT_EQ(app->selection().device, 1u);
+  EXPECT_EQ(app->selection().cursor, 4u);
+  Render(*app);
+  EXPECT_EQ(app->oom().shown_oom(), 0u);  // the panel explains device 1's OOM
+  std::filesystem::remove(path);
 }
 
 TEST(Inspector, EachDeviceOfATwoDeviceTraceHasItsOwnTimelineAndMap) {
