@@ -68,6 +68,8 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
     for (const auto& oom : device.ooms) oom_events.push_back(oom.event_index);
     document->ooms.push_back(std::move(device.ooms));
   }
+  document->kind = recorded.kind;
+  document->states = std::move(recorded.states);
   document->cursor_index = analysis::CursorIndex::FromModel(*document->model, oom_events);
   document->warnings = document->model->warnings();
   document->load_seconds =

@@ -37,6 +37,10 @@ struct Document {
     analysis::MessageDiagnosis diagnosis;
   };
   std::vector<Message> messages;
+  // What the evidence is (DESIGN.md, "Evidence kinds"): a state is one moment and is drawn as one,
+  // with its findings, never as a timeline of the events it was laid out as.
+  traces::EvidenceKind kind = traces::EvidenceKind::kHistory;
+  std::vector<analysis::StateFindings> states;  // a state's moments, per device, in order
   analysis::CursorIndex cursor_index;
   std::vector<std::string> warnings;
   // Call stacks (PyTorch snapshots): per event index 0 = none, else index + 1 into `stacks`.

@@ -44,11 +44,17 @@ class TimelinePanel {
   PixelRect plot_rect() const { return plot_rect_; }
   // Value shown at the top of the plot (the y scale).
   std::uint64_t y_max() const { return y_max_; }
+  // True when the last frame showed the evidence's moment(s) instead of a timeline (a state, a
+  // message: there is no time to draw).
+  bool drew_moment() const { return drew_moment_; }
   bool show_in_use = true, show_reserved = true, show_load = true;
 
  private:
   void Refresh(const Document& document, const Selection& selection, int width);
+  // A state's findings for the selected device, or a message's pointer to the OOM panel.
+  void DrawMoment(const Document& document, const Selection& selection);
   PixelRect plot_rect_;
+  bool drew_moment_ = false;
   std::uint64_t y_max_ = 1;
   // LOD cache: valid for (document, device, view, width, axis).
   const Document* cached_document_ = nullptr;

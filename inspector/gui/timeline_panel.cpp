@@ -96,7 +96,44 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
   }
 }
 
+void TimelinePanel::DrawMoment(const Document& document, const Selection& selection) {
+  if (document.kind == traces::EvidenceKind::kMessage) {
+    ImGui::TextWrapped("An error message: numbers, no events, so there is no timeline to draw. The \"Out of "
+                       "memory\" panel explains it with the arithmetic.");
+    return;
+  }
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 200, 80, 255));
+  ImGui::TextWrapped("A state: one moment of memory, not a history. There is no timeline (its events only lay "
+                     "the moment out), and no overhead or minimal limit: they need time.");
+  ImGui::PopStyleColor();
+  for (const analysis::StateFindings& s : document.states) {
+    if (s.device != selection.device) continue;
+    const auto bytes = [](const std::optional<std::uint64_t>& v) { return v ? FormatBytes(*v) : std::string("unknown"); };
+    ImGui::Separator();
+    ImGui::Text("device %u, %s", s.device, s.moment.c_str());
+    ImGui::TextWrapped("in use %s%s, reserved %s%s, limit %s%s", bytes(s.in_use).c_str(),
+                       s.in_use_from_summary ? " (its own count)" : "", bytes(s.reserved).c_str(),
+                       s.reserved_from_summary ? " (its own count)" : "", bytes(s.limit).c_str(),
+                       s.max_in_use ? (", most ever in use " + FormatBytes(*s.max_in_use)).c_str() : "");
+    ImGui::TextWrapped("listed: %llu region(s) of %s, %llu live chunk(s) of %s; %s free in %llu hole(s), the largest %s",
+                       static_cast<unsigned long long>(s.regions), FormatBytes(s.layout_reserved).c_str(),
+                       static_cast<unsigned long long>(s.chunks), FormatBytes(s.layout_in_use).c_str(),
+                       FormatBytes(s.free_in_regions).c_str(), static_cast<unsigned long long>(s.holes),
+                       FormatBytes(s.largest_hole).c_str());
+    ImGui::TextWrapped("%s in %llu region(s) with nothing allocated; %s in %llu free whole page(s) inside regions in use",
+                       FormatBytes(s.empty_region_bytes).c_str(), static_cast<unsigned long long>(s.empty_regions),
+                       FormatBytes(s.free_page_bytes).c_str(), static_cast<unsigned long long>(s.free_pages));
+    if (!s.missing.empty()) ImGui::TextWrapped("incomplete: %s", s.missing.c_str());
+  }
+}
+
 void TimelinePanel::Draw(const Document& document, Selection& selection, float height) {
+  drew_moment_ = document.kind != traces::EvidenceKind::kHistory;
+  if (drew_moment_) {
+    plot_rect_ = {};
+    DrawMoment(document, selection);
+    return;
+  }
   const auto& model = *document.model;
   ImGui::Checkbox("reserved", &show_reserved);
   ImGui::SameLine();

@@ -487,6 +487,24 @@ TEST(Inspector, OpensOnTheDeviceThatRanOutOfMemory) {
   std::filesystem::remove(path);
 }
 
+// Issue 17, item 2: a state (a TensorFlow dump) was drawn as a timeline of the events it is laid out
+// as — a ramp that never happened. It shows the moment's findings instead, and no plot.
+TEST(Inspector, AStateIsShownAsAMomentNotATimeline) {
+  const std::string dump =
+      (std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "fixtures" / "tf" / "two_dumps_two_devices.log")
+          .string();
+  std::string skip;
+  auto app = OpenApp(dump, "timeline", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false)) << app->load_error();
+  EXPECT_EQ(app->document()->kind, traces::EvidenceKind::kState);
+  ASSERT_EQ(app->document()->states.size(), 2u);  // one dump per device
+  EXPECT_EQ(app->document()->states[1].moment, "at the OOM on line 48");
+  Render(*app);
+  EXPECT_TRUE(app->timeline().drew_moment());
+  EXPECT_TRUE(app->timeline().plot_rect().empty());  // no plot of invented time
+}
+
 TEST(Inspector, EachDeviceOfATwoDeviceTraceHasItsOwnTimelineAndMap) {
   const std::string path = (std::filesystem::temp_directory_path() / "fragscope_gui_two.fst").string();
   {
