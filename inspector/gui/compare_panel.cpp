@@ -19,14 +19,37 @@ void ComparePanel::SetConfs(const std::string& a, const std::string& b) {
   conf_text_[1] = b;
 }
 
+std::uint64_t ComparePanel::side_ooms(int side) const {
+  const auto& model = sides_[side].document.model;
+  std::uint64_t ooms = 0;
+  if (model != nullptr) {
+    for (std::uint32_t d : model->devices()) ooms += model->Metrics(d).ooms;
+  }
+  return ooms;
+}
+
 void ComparePanel::Start(const Document& document) {
   if (job_.running()) return;
+  if (document.kind != traces::EvidenceKind::kHistory) {
+    // As `fragscope compare` refuses a state: there is no order of allocations to replay.
+    error_ = document.kind == traces::EvidenceKind::kState
+                 ? "a state is one moment, not a history: there is no order of allocations to replay"
+                 : "an error message holds numbers, not allocations: there is nothing to replay";
+    return;
+  }
+  error_.clear();
   const std::string path = document.path;
   const std::string confs[2] = {conf_text_[0], conf_text_[1]};
+  // The recorded run's limit, for a side that sets none: compared without it, a trace that ran out
+  // of memory under a 2 GiB limit showed no OOM on either side (issue 17, item 3).
+  std::optional<std::uint64_t> recorded_limit;
+  if (document.context != nullptr && document.context->recorded_conf()) {
+    recorded_limit = document.context->recorded_conf()->limit;
+  }
   pending_ready_ = false;
   result_ready_ = false;
   results_of_ = &document;
-  job_.Start("replaying", [this, path, a = confs[0], b = confs[1]](Job& job) {
+  job_.Start("replaying", [this, path, recorded_limit, a = confs[0], b = confs[1]](Job& job) {
     auto input = evidence::EvidenceInput::Open(path);
     const analysis::AllocationSequence sequence =
         analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
@@ -34,11 +57,16 @@ void ComparePanel::Start(const Document& document) {
     for (int i = 0; i < 2; ++i) {
       analysis::ReplayOptions options;
       options.conf = ParseAllocConf(texts[i]);
+      std::string label = texts[i];
+      if (!options.conf.limit && recorded_limit) {
+        options.conf.limit = recorded_limit;
+        label += fmt::format(" (limit {} as recorded)", FormatBytes(*recorded_limit));
+      }
       options.progress = [&job, i](std::uint64_t done, std::uint64_t total) {
         job.SetProgress(done + static_cast<std::uint64_t>(i) * total, 2 * total);
       };
       pending_[i] = analysis::ReplayToTimeline(sequence, options);
-      pending_[i].result.warnings.insert(pending_[i].result.warnings.begin(), texts[i]);
+      pending_[i].result.warnings.insert(pending_[i].result.warnings.begin(), label);
     }
     pending_ready_ = true;
   });

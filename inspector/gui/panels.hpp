@@ -164,6 +164,11 @@ class ComparePanel {
   bool running() const { return job_.running(); }
   void Wait() { job_.Wait(); }
   bool has_result() const { return result_ready_; }
+  // What a side's replay met and was called (its configuration, and the recorded limit when it
+  // was applied), and why no replay ran; for tests.
+  std::uint64_t side_ooms(int side) const;
+  const std::string& side_label(int side) const { return sides_[side].conf; }
+  const std::string& error() const { return error_; }
 
  private:
   struct Side {

@@ -345,6 +345,35 @@ TEST(Inspector, CompareReplaysBothConfigurationsSideBySide) {
   EXPECT_TRUE(app->compare().has_result());
 }
 
+// Issue 17, item 3: synth-oom ran out of memory 29 times under a 2 GiB limit; compared under
+// "growth=on" and "expandable=on" without it, both sides showed 0 OOMs. A side that sets no limit
+// now replays under the recorded one, and says so.
+TEST(Inspector, CompareKeepsTheRecordedLimitAndRefusesAState) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-oom.fst", "compare", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  app->compare().SetConfs("growth=on", "growth=on,limit=4GiB");
+  app->compare().Start(*app->document());
+  app->compare().Wait();
+  Render(*app);
+  ASSERT_TRUE(app->compare().has_result()) << app->compare().error();
+  EXPECT_EQ(app->compare().side_label(0), "growth=on (limit 2.00 GiB as recorded)");
+  EXPECT_GT(app->compare().side_ooms(0), 0u);
+  EXPECT_EQ(app->compare().side_label(1), "growth=on,limit=4GiB");  // its own limit stands
+  EXPECT_EQ(app->compare().side_ooms(1), 0u);
+  app.reset();  // one window (one ImGui context) at a time
+
+  auto state = OpenApp((std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "fixtures" / "tf" /
+                        "two_dumps_two_devices.log").string(),
+                       "compare", std::nullopt, &skip);
+  ASSERT_NE(state, nullptr);
+  ASSERT_TRUE(state->WaitLoaded(false));
+  state->compare().Start(*state->document());
+  EXPECT_FALSE(state->compare().running());
+  EXPECT_NE(state->compare().error().find("a state is one moment"), std::string::npos) << state->compare().error();
+}
+
 TEST(Inspector, AllPanelsRenderAndTheTableListsTheLiveAllocations) {
   std::string skip;
   auto app = OpenApp(kSamples + "synth-small.fst", "", std::nullopt, &skip);
