@@ -333,14 +333,19 @@ void App::DrawUi() {
   ImGui::Begin("fragscope", nullptr,
                ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoSavedSettings);
-  const std::string open = toolbar_.Draw(document_.get(), selection_, recent_, loader_, load_error_);
+  const std::string open = toolbar_.Draw(document_.get(), selection_, recent_, loader_);
   if (!open.empty()) Open(open);
   if (document_ != nullptr) {
-    ImGui::SameLine();
+    // The buttons first: the text after them may run past the window, they may not (issue 17, item 4).
     if (ImGui::SmallButton(show_compare_ ? "hide compare" : "compare...")) show_compare_ = !show_compare_;
+    compare_button_ = {static_cast<int>(ImGui::GetItemRectMin().x), static_cast<int>(ImGui::GetItemRectMin().y),
+                       static_cast<int>(ImGui::GetItemRectMax().x), static_cast<int>(ImGui::GetItemRectMax().y)};
     ImGui::SameLine();
     warnings_.DrawBadge(*document_);
+    ImGui::SameLine();
+    toolbar_.DrawStatus(*document_, selection_);
   }
+  toolbar_.DrawError(load_error_);
   ImGui::End();
   if (document_ == nullptr) {
     ImGui::SetNextWindowPos(ImVec2(size.x * 0.25f, size.y * 0.35f), ImGuiCond_Always);

@@ -73,6 +73,8 @@ class App {
   const LiveTablePanel& table() const { return table_; }
   ComparePanel& compare() { return compare_; }
   WarningsPanel& warnings() { return warnings_; }
+  // Where the last frame drew the compare button (to check it is inside the window).
+  PixelRect compare_button() const { return compare_button_; }
   void SetCursor(std::uint64_t event);
   // Moves the cursor as the keys do: ←/→, PgUp/PgDn, Home/End, [ ], o, O.
   void Apply(CursorAction action);
@@ -108,6 +110,7 @@ class App {
 
   ToolbarPanel toolbar_;
   TimelinePanel timeline_;
+  PixelRect compare_button_;
   MemoryMapPanel map_;
   LiveTablePanel table_;
   HistogramPanel histogram_;

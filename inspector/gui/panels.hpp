@@ -217,9 +217,13 @@ class WarningsPanel {
 // Top bar: open a trace (path box, recent files), device, colour, axis, cursor position, progress.
 class ToolbarPanel {
  public:
-  // Returns a path to open, or empty.
+  // The first line (path, open, recent, device, colouring, axis). Returns a path to open, or empty.
   std::string Draw(const Document* document, Selection& selection, const std::vector<std::string>& recent,
-                   const Job& loader, const std::string& load_error);
+                   const Job& loader);
+  // The status line's text: the file (full path in a tooltip), the cursor, the keys. Drawn after the
+  // line's buttons, so a long path never pushes them out of the window.
+  void DrawStatus(const Document& document, const Selection& selection);
+  void DrawError(const std::string& load_error);
 
  private:
   std::string path_;

@@ -1,4 +1,4 @@
-// ToolbarPanel: open a trace, device, colouring, axis, the cursor. (panels.hpp)
+// ToolbarPanel: open a trace, device, colouring, axis; the status line (file, cursor); load errors. (panels.hpp)
 #include "panels.hpp"
 
 #include <fmt/format.h>
@@ -7,7 +7,7 @@
 namespace fragscope::gui {
 
 std::string ToolbarPanel::Draw(const Document* document, Selection& selection, const std::vector<std::string>& recent,
-                               const Job& loader, const std::string& load_error) {
+                               const Job& loader) {
   std::string open;
   ImGui::SetNextItemWidth(360);
   const bool entered = ImGui::InputTextWithHint("##path", "trace path (or drop a file on the window)", &path_,
@@ -55,28 +55,32 @@ std::string ToolbarPanel::Draw(const Document* document, Selection& selection, c
     ImGui::SameLine();
     ImGui::ProgressBar(loader.progress(), ImVec2(240, 0), "loading...");
   }
-  if (document != nullptr) {
-    const auto& model = *document->model;
-    std::string where = fmt::format("{} ({}, {} events, loaded in {:.2f} s)", document->path, document->format,
-                                    model.event_count(), document->load_seconds);
-    ImGui::TextUnformatted(where.c_str());
-    ImGui::SameLine();
-    if (model.event_count() > 0) {
-      const traces::Event event = model.event(selection.cursor);
-      ImGui::TextColored(ImVec4(1, 0.9f, 0, 1), "cursor: event %llu, step %llu, %s",
-                         static_cast<unsigned long long>(selection.cursor),
-                         static_cast<unsigned long long>(document->cursor_index.StepsBefore(selection.cursor)),
-                         std::string(traces::ToString(event.type)).c_str());
-      ImGui::SameLine();
-      ImGui::TextDisabled("keys: <- -> event, PgUp/PgDn page, Home/End, [ ] step, o / O next/prev OOM");
-    }
-  }
-  if (!load_error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 100, 100, 255));
-    ImGui::TextWrapped("could not open: %s", load_error.c_str());
-    ImGui::PopStyleColor();
-  }
   return open;
+}
+
+void ToolbarPanel::DrawStatus(const Document& document, const Selection& selection) {
+  const auto& model = *document.model;
+  std::string where = fmt::format("{} ({}, {} events, loaded in {:.2f} s)", document.path, document.format,
+                                  model.event_count(), document.load_seconds);
+  ImGui::TextUnformatted(where.c_str());
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", document.path.c_str());
+  if (model.event_count() > 0) {
+    ImGui::SameLine();
+    const traces::Event event = model.event(selection.cursor);
+    ImGui::TextColored(ImVec4(1, 0.9f, 0, 1), "cursor: event %llu, step %llu, %s",
+                       static_cast<unsigned long long>(selection.cursor),
+                       static_cast<unsigned long long>(document.cursor_index.StepsBefore(selection.cursor)),
+                       std::string(traces::ToString(event.type)).c_str());
+    ImGui::SameLine();
+    ImGui::TextDisabled("keys: <- -> event, PgUp/PgDn page, Home/End, [ ] step, o / O next/prev OOM");
+  }
+}
+
+void ToolbarPanel::DrawError(const std::string& load_error) {
+  if (load_error.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 100, 100, 255));
+  ImGui::TextWrapped("could not open: %s", load_error.c_str());
+  ImGui::PopStyleColor();
 }
 
 }  // namespace fragscope::gui
