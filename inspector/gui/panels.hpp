@@ -33,6 +33,8 @@ inline constexpr ImU32 kStep = IM_COL32(120, 120, 130, 255);
 inline constexpr ImU32 kCursor = IM_COL32(255, 230, 0, 255);
 inline constexpr ImU32 kSelected = IM_COL32(255, 255, 255, 255);
 inline constexpr ImU32 kRequest = IM_COL32(240, 50, 50, 255);
+inline constexpr ImU32 kLimit = IM_COL32(210, 70, 210, 255);
+inline constexpr ImU32 kGrid = IM_COL32(52, 52, 60, 255);
 }  // namespace colours
 
 // Memory over time: in use, reserved, LOAD; OOM and step markers; wheel zoom, drag pan, click to
@@ -47,6 +49,9 @@ class TimelinePanel {
   // True when the last frame showed the evidence's moment(s) instead of a timeline (a state, a
   // message: there is no time to draw).
   bool drew_moment() const { return drew_moment_; }
+  // The pixel row of the device's limit line in the last frame; -1 when none was drawn (no limit
+  // recorded, or one far above the data).
+  int limit_row() const { return limit_row_; }
   bool show_in_use = true, show_reserved = true, show_load = true;
 
  private:
@@ -55,6 +60,8 @@ class TimelinePanel {
   void DrawMoment(const Document& document, const Selection& selection);
   PixelRect plot_rect_;
   bool drew_moment_ = false;
+  std::uint64_t limit_ = 0;  // the selected device's limit when the y scale includes it, else 0
+  int limit_row_ = -1;
   std::uint64_t y_max_ = 1;
   // LOD cache: valid for (document, device, view, width, axis).
   const Document* cached_document_ = nullptr;

@@ -77,7 +77,15 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
   }
   const analysis::DeviceMetrics metrics = model.Metrics(selection.device);
   const std::uint64_t top = std::max({metrics.peak_reserved, metrics.peak_in_use, metrics.peak_load, std::uint64_t{1}});
-  y_max_ = top + top / 10;
+  // The limit is part of the picture when it is near the data (a run that ran out of memory under
+  // it); a limit far above it (an 80 GiB device) would flatten the curves, so it is left out.
+  limit_ = 0;
+  if (const auto* device = model.header().Device(selection.device); device != nullptr && device->limit > 0 &&
+                                                                      device->limit / 2 <= top) {
+    limit_ = device->limit;
+  }
+  const std::uint64_t scale = std::max(top, limit_);
+  y_max_ = scale + scale / 10;
   if (overview_width_ != width || overview_.size() != columns || overview_time_axis_ != selection.time_axis ||
       overview_device_ != selection.device || overview_document_ != &document) {
     // The minimap spans the whole axis (events, or time) like the view it outlines.
@@ -135,12 +143,28 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     return;
   }
   const auto& model = *document.model;
+  // A legend: each series' colour beside its switch.
+  const auto swatch = [](ImU32 colour) {
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const float side = ImGui::GetTextLineHeight() - 2;
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(at.x, at.y + 4), ImVec2(at.x + side, at.y + 4 + side), colour);
+    ImGui::Dummy(ImVec2(side, side));
+    ImGui::SameLine();
+  };
+  swatch(colours::kReserved);
   ImGui::Checkbox("reserved", &show_reserved);
   ImGui::SameLine();
+  swatch(colours::kInUse);
   ImGui::Checkbox("in use", &show_in_use);
   ImGui::SameLine();
+  swatch(colours::kLoad);
   ImGui::Checkbox("LOAD", &show_load);
   ImGui::SameLine();
+  if (limit_ > 0) {
+    swatch(colours::kLimit);
+    ImGui::TextUnformatted("limit");
+    ImGui::SameLine();
+  }
   const analysis::DeviceMetrics metrics = model.Metrics(selection.device);
   ImGui::TextDisabled("peak reserved %s, peak in use %s, peak LOAD %s, overhead %.2f   (wheel: zoom, drag: pan, click: cursor)",
                       FormatBytes(metrics.peak_reserved).c_str(), FormatBytes(metrics.peak_in_use).c_str(),
@@ -178,6 +202,14 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const double f = static_cast<double>(v) / static_cast<double>(y_max_);
     return static_cast<float>(std::round(static_cast<double>(y1) - f * plot_h));
   };
+  // A y axis: grid lines at quarters of the scale, labelled, and zero at the bottom.
+  for (int q = 1; q <= 4; ++q) {
+    const std::uint64_t v = y_max_ / 4 * static_cast<std::uint64_t>(q);
+    const float y = y_of(v);
+    draw->AddLine(ImVec2(x0, y), ImVec2(x0 + static_cast<float>(width), y), colours::kGrid);
+    draw->AddText(ImVec2(x0 + 4, y + 1), IM_COL32(150, 150, 160, 255), FormatBytes(v).c_str());
+  }
+  draw->AddText(ImVec2(x0 + 4, y1 - ImGui::GetTextLineHeight() - 1), IM_COL32(150, 150, 160, 255), "0");
   if (show_in_use) {  // the area under in use, dim, so that LOAD drawn over it stays readable
     for (int c = 0; c < width && c < static_cast<int>(min_[1].size()); ++c) {
       const float x = x0 + static_cast<float>(c);
@@ -202,6 +234,16 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       prev_top = y_of(max_[s][static_cast<std::size_t>(c)]);
       prev_bottom = y_of(min_[s][static_cast<std::size_t>(c)]) + 1;
     }
+  }
+  limit_row_ = -1;
+  if (limit_ > 0 && limit_ <= y_max_) {
+    const float y = y_of(limit_);
+    limit_row_ = static_cast<int>(y);
+    draw->AddRectFilled(ImVec2(x0, y), ImVec2(x0 + static_cast<float>(width), y + 1), colours::kLimit);
+    const std::string label = "limit " + FormatBytes(limit_);
+    const float label_w = ImGui::CalcTextSize(label.c_str()).x;
+    draw->AddText(ImVec2(x0 + static_cast<float>(width) - label_w - 4, y - ImGui::GetTextLineHeight() - 1),
+                  colours::kLimit, label.c_str());
   }
   auto x_of = [&](std::uint64_t event) {
     const double f = selection.view.Fraction(PositionOf(document, selection.time_axis, event));
@@ -233,8 +275,6 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const float x = x_of(selection.cursor);
     draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y1), colours::kCursor);
   }
-  draw->AddText(ImVec2(x0 + 4, y0 + 2), IM_COL32(200, 200, 200, 255),
-                FormatBytes(y_max_).c_str());
 
   // Interaction on the plot.
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));

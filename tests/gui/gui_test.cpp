@@ -396,6 +396,27 @@ TEST(Inspector, TopBarControlsStayInsideTheWindowWithALongPath) {
   std::filesystem::remove_all(std::filesystem::temp_directory_path() / std::string(48, 'a'));
 }
 
+// Issue 17, item 6: the plot had one y label (at 110 % of the peak, which read like a limit) and no
+// limit line. synth-oom ran under a 2 GiB limit: a line in the limit's colour at its pixel row.
+TEST(Inspector, TheLimitIsDrawnAtItsRow) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-oom.fst", "timeline", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  Render(*app);
+  const PixelRect plot = app->timeline().plot_rect();
+  const int row = app->timeline().limit_row();
+  ASSERT_GE(row, plot.y0);
+  ASSERT_LT(row, plot.y1);
+  const double limit = 2.0 * 1024 * 1024 * 1024;
+  const double expected = plot.y1 - limit / static_cast<double>(app->timeline().y_max()) * (plot.y1 - plot.y0);
+  EXPECT_NEAR(row, expected, 1.0);
+  const Frame frame(*app);
+  int on_line = 0;
+  for (int x = plot.x0; x < plot.x1; ++x) on_line += frame.At(x, row) == ToRgb(colours::kLimit);
+  EXPECT_GT(on_line, (plot.x1 - plot.x0) / 2);  // across the plot, but where OOM lines cross it
+}
+
 TEST(Inspector, AllPanelsRenderAndTheTableListsTheLiveAllocations) {
   std::string skip;
   auto app = OpenApp(kSamples + "synth-small.fst", "", std::nullopt, &skip);
