@@ -6,12 +6,13 @@
 #include <fmt/format.h>
 
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/stack_view.hpp"
 #include "panels.hpp"
 
 namespace fragscope::gui {
 namespace {
 
-constexpr int kStackFrames = 12;  // frames of an allocating stack shown on hover
+constexpr std::size_t kStackFrames = 12;  // frames of an allocating stack shown on hover
 
 ImU32 Hue(std::uint32_t key) {
   std::uint32_t h = key * 2654435761u;
@@ -207,15 +208,14 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
                     static_cast<unsigned long long>(state.event_index - std::min(state.event_index, chunk.alloc_event)),
                     static_cast<unsigned long long>(chunk.stream));
         if (const std::string* stack = document.StackOf(chunk.alloc_event)) {
-          // The allocating call stack, innermost first; a deep one is cut to its first frames.
+          // The allocating call stack: the user's frames, innermost first; Shift shows every frame.
           ImGui::Separator();
-          std::size_t start = 0;
-          for (int frame = 0; frame < kStackFrames && start < stack->size(); ++frame) {
-            const std::size_t end = std::min(stack->find('\n', start), stack->size());
-            ImGui::TextUnformatted(stack->data() + start, stack->data() + end);
-            start = end + 1;
+          const analysis::StackView view = analysis::ViewStack(*stack, ImGui::GetIO().KeyShift, kStackFrames);
+          for (const std::string& frame : view.frames) ImGui::TextUnformatted(frame.c_str());
+          if (view.hidden > 0) {
+            ImGui::TextDisabled("%zu more frame%s (%s); hold Shift for all", view.hidden, view.hidden == 1 ? "" : "s",
+                                view.user_frames ? "framework internals" : "deeper");
           }
-          if (start < stack->size()) ImGui::TextDisabled("...");
         }
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) selection.selected_address = chunk.address;
       }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/stack_view.hpp"
 
 namespace fragscope::gui {
 
@@ -135,6 +136,15 @@ void OomPanel::Draw(const Document& document, Selection& selection) {
     numbers += std::string(name) + " " + FormatBytes(number.second);
   }
   ImGui::TextWrapped("%s", numbers.c_str());
+  // Where the failed request was made, where the evidence keeps stacks (PyTorch snapshots).
+  stack_frames_ = 0;
+  if (const std::string* stack = document.StackOf(oom.event_index)) {
+    const analysis::StackView view = analysis::ViewStack(*stack, false, 8);
+    ImGui::TextUnformatted("Requested at:");
+    for (const std::string& frame : view.frames) ImGui::BulletText("%s", frame.c_str());
+    if (view.hidden > 0) ImGui::TextDisabled("(%zu more frames not shown)", view.hidden);
+    stack_frames_ = view.frames.size();
+  }
 
   // The request against the holes nearest in size: does any come close?
   ImGui::Separator();

@@ -151,6 +151,7 @@ class OomPanel {
   PixelRect bars_rect() const { return bars_rect_; }
   std::size_t shown_oom() const { return shown_; }  // index into the device's OOMs; SIZE_MAX: none
   std::size_t messages_drawn() const { return messages_drawn_; }  // error messages explained last frame
+  std::size_t stack_frames() const { return stack_frames_; }  // frames of the failed request shown
 
  private:
   // An error message has numbers, no events: each message's diagnosis, as `fragscope report` says it.
@@ -158,6 +159,7 @@ class OomPanel {
 
   PixelRect bars_rect_;
   std::size_t messages_drawn_ = 0;
+  std::size_t stack_frames_ = 0;
   std::size_t shown_ = static_cast<std::size_t>(-1);
 };
 
