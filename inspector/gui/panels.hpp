@@ -52,6 +52,9 @@ class TimelinePanel {
   // The pixel row of the device's limit line in the last frame; -1 when none was drawn (no limit
   // recorded, or one far above the data).
   int limit_row() const { return limit_row_; }
+  // Where the last frame shaded the events that only reconstruct what was live before recording
+  // started (a PyTorch snapshot's start); empty when none are in view.
+  PixelRect reconstructed_rect() const { return reconstructed_rect_; }
   bool show_in_use = true, show_reserved = true, show_load = true;
 
  private:
@@ -62,6 +65,7 @@ class TimelinePanel {
   bool drew_moment_ = false;
   std::uint64_t limit_ = 0;  // the selected device's limit when the y scale includes it, else 0
   int limit_row_ = -1;
+  PixelRect reconstructed_rect_;
   std::uint64_t y_max_ = 1;
   // LOD cache: valid for (document, device, view, width, axis).
   const Document* cached_document_ = nullptr;

@@ -169,6 +169,10 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   ImGui::TextDisabled("peak reserved %s, peak in use %s, peak LOAD %s, overhead %.2f   (wheel: zoom, drag: pan, click: cursor)",
                       FormatBytes(metrics.peak_reserved).c_str(), FormatBytes(metrics.peak_in_use).c_str(),
                       FormatBytes(metrics.peak_load).c_str(), metrics.overhead());
+  if (const auto* before = model.header().source.BeforeRecording(selection.device); before && before->blocks > 0) {
+    ImGui::TextDisabled("%s in %llu blocks were live before recording started (the shaded start reconstructs them)",
+                        FormatBytes(before->bytes).c_str(), static_cast<unsigned long long>(before->blocks));
+  }
 
   const double total = AxisTotal(document, selection.time_axis);
   if (!(selection.view.end <= total) || selection.view.span() <= 0 || cached_time_axis_ != selection.time_axis) {
@@ -253,6 +257,26 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const double p = PositionOf(document, selection.time_axis, event);
     return p >= selection.view.begin && p < selection.view.end;
   };
+  // The events that only lay out what was live before recording started: shaded and named, so the
+  // ramp they draw is not read as something the program did (issue 17, item 2).
+  reconstructed_rect_ = {};
+  if (const std::uint64_t n = model.header().source.reconstructed_events; n > 0 && model.event_count() > 0) {
+    const std::uint64_t last = std::min(n, model.event_count()) - 1;
+    const double begin = PositionOf(document, selection.time_axis, 0);
+    const double end = PositionOf(document, selection.time_axis, last) + (selection.time_axis ? 0 : 1);
+    const float xa = std::max(x0, x0 + static_cast<float>(std::floor(selection.view.Fraction(begin) * width)));
+    const float xb = std::min(x0 + static_cast<float>(width),
+                              x0 + static_cast<float>(std::ceil(selection.view.Fraction(end) * width)));
+    if (xb > xa) {
+      draw->AddRectFilled(ImVec2(xa, y0), ImVec2(xb, y1), IM_COL32(255, 255, 255, 36));
+      reconstructed_rect_ = {static_cast<int>(xa), static_cast<int>(y0), static_cast<int>(xb), static_cast<int>(y1)};
+    }
+    if (xb > xa + 60) {
+      draw->AddText(ImVec2(xa + 4, y0 + 18), IM_COL32(230, 230, 230, 255), "live before recording");
+      draw->AddText(ImVec2(xa + 4, y0 + 18 + ImGui::GetTextLineHeight()), IM_COL32(230, 230, 230, 255),
+                    "(reconstructed)");
+    }
+  }
   // Step ticks along the bottom (at most one per pixel), OOM lines with a triangle at the top.
   {
     const auto& steps = document.cursor_index.steps();

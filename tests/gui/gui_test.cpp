@@ -417,6 +417,25 @@ TEST(Inspector, TheLimitIsDrawnAtItsRow) {
   EXPECT_GT(on_line, (plot.x1 - plot.x0) / 2);  // across the plot, but where OOM lines cross it
 }
 
+// Issue 17, item 2: the ~1,350 reconstructed events at the start of a snapshot whose blocks predate
+// recording read as a ramp the program made. That stretch is shaded and named.
+TEST(Inspector, TheReconstructedStartOfASnapshotIsMarked) {
+  const std::string snapshot = std::string(FRAGSCOPE_SOURCE_DIR) + "/../shared/data/torch/pt_eor_cnn_counterfactuals.pickle";
+  if (!std::filesystem::exists(snapshot)) GTEST_SKIP() << snapshot << " is absent: no PyTorch snapshot";
+  std::string skip;
+  auto app = OpenApp(snapshot, "timeline", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  EXPECT_EQ(app->document()->model->header().source.reconstructed_events, 34u);
+  Render(*app);
+  const PixelRect shaded = app->timeline().reconstructed_rect();
+  const PixelRect plot = app->timeline().plot_rect();
+  ASSERT_FALSE(shaded.empty());
+  EXPECT_EQ(shaded.x0, plot.x0);  // from the first event
+  // 34 of 5,837 events: under 1 % of the width, but at least a pixel.
+  EXPECT_LE(shaded.x1 - shaded.x0, (plot.x1 - plot.x0) / 100 + 2);
+}
+
 TEST(Inspector, AllPanelsRenderAndTheTableListsTheLiveAllocations) {
   std::string skip;
   auto app = OpenApp(kSamples + "synth-small.fst", "", std::nullopt, &skip);

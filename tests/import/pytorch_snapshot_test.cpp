@@ -142,6 +142,8 @@ TEST(PytorchSnapshot, EorCnnCounterfactuals) {
   const Trace t = ReadPytorchSnapshot(kDataDir + "/pt_eor_cnn_counterfactuals.pickle");
   CheckShape(t);
   EXPECT_TRUE(t.warnings.empty()) << Joined(t.warnings);
+  // The first 34 events only reconstruct the start: the header says so (a typed fact).
+  EXPECT_EQ(t.header.source.reconstructed_events, 34u);
   // 3 segments and 31 blocks existed before recording: 34 state events, then the 5,803 traced.
   EXPECT_EQ(t.events.size(), 34u + 5803u);
   EXPECT_EQ(Markers(t, "snapshot"), 9u);

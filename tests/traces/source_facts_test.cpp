@@ -25,6 +25,7 @@ TraceHeader StateHeader() {
   h.source.allocator = "TensorFlow BFC allocator";
   h.source.settings = {{"allow_growth", "true"}, {"allow_growth", "repeated"}};
   h.source.rounding = 256;
+  h.source.reconstructed_events = 34;
   h.source.before_recording = {{3, 31, 8'781'824, 8'771'952}};
   StateSummary s;
   s.device = 0;
@@ -107,7 +108,7 @@ TEST(SourceFacts, BadValuesNameTheKey) {
   EXPECT_NE(error(R"("source":{"states":[{"layout_complete":"yes"}]})").find("\"layout_complete\" must be true or false"),
             std::string::npos);
   // JSON Lines is edited by hand: a misspelt key is refused, not ignored.
-  EXPECT_NE(error(R"("source":{"rouding":1})").find("unknown key \"rouding\"; valid keys: allocator, settings"),
+  EXPECT_NE(error(R"("source":{"rouding":1})").find("unknown key \"rouding\"; valid keys: allocator, settings, rounding"),
             std::string::npos);
 }
 

@@ -54,6 +54,7 @@ nlohmann::ordered_json SourceToJson(const SourceFacts& source) {
     for (const auto& [key, value] : source.settings) out["settings"].push_back({key, value});
   }
   if (source.rounding != 0) out["rounding"] = source.rounding;
+  if (source.reconstructed_events != 0) out["reconstructed_events"] = source.reconstructed_events;
   for (const auto& b : source.before_recording) {
     out["before_recording"].push_back(
         {{"device", b.device}, {"blocks", b.blocks}, {"bytes", b.bytes}, {"requested", b.requested}});
@@ -94,7 +95,8 @@ void CheckKeys(const json& object, bool strict, std::initializer_list<std::strin
 SourceFacts SourceFromJson(const json& in, bool strict) {
   constexpr const char* kWhere = "header: source: ";
   if (!in.is_object()) throw std::runtime_error("header: \"source\" must be an object");
-  CheckKeys(in, strict, {"allocator", "settings", "rounding", "before_recording", "states"}, kWhere);
+  CheckKeys(in, strict, {"allocator", "settings", "rounding", "reconstructed_events", "before_recording", "states"},
+            kWhere);
   SourceFacts out;
   out.allocator = GetString(in, "allocator", kWhere);
   for (const auto& pair : ArrayAt(in, "settings", kWhere)) {
@@ -104,6 +106,7 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
     out.settings.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
   }
   out.rounding = GetUnsigned(in, "rounding", kWhere, UINT64_MAX);
+  out.reconstructed_events = GetUnsigned(in, "reconstructed_events", kWhere, UINT64_MAX);
   for (const auto& b : ArrayAt(in, "before_recording", kWhere)) {
     if (!b.is_object()) throw std::runtime_error("header: source: each before_recording entry must be an object");
     constexpr const char* kAt = "header: source: before_recording: ";

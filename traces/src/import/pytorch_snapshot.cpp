@@ -88,6 +88,8 @@ class Importer {
       }
       trace_.header.source.before_recording.push_back({d, starts_[d].blocks.size(), bytes, requested});
     }
+    // Everything so far lays out the start; the history begins after it (a state is all layout).
+    trace_.header.source.reconstructed_events = trace_.events.size();
     Merge();
     for (std::uint32_t d : devices) CheckEnd(d);
     // A snapshot without trace events (recording was off, or only segments were dumped; the

@@ -77,10 +77,14 @@ struct SourceFacts {
   // The granularity it rounds requests to, in bytes; 0 when unknown.
   std::uint64_t rounding = 0;
   std::vector<BlocksBeforeRecording> before_recording;  // at most one per device
+  // The first this many events of a history only lay out what was live before recording started
+  // (a PyTorch snapshot's segments and blocks, all at the first timestamp): not a history of their own.
+  std::uint64_t reconstructed_events = 0;
   std::vector<StateSummary> states;                     // one per device and moment, in order
 
   bool empty() const {
-    return allocator.empty() && settings.empty() && rounding == 0 && before_recording.empty() && states.empty();
+    return allocator.empty() && settings.empty() && rounding == 0 && before_recording.empty() && states.empty() &&
+           reconstructed_events == 0;
   }
   const BlocksBeforeRecording* BeforeRecording(std::uint32_t device) const {
     for (const auto& b : before_recording) if (b.device == device) return &b;
