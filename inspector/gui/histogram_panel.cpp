@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -24,6 +25,7 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
   const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
   canvas_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0 + width), static_cast<int>(y0 + height)};
   ImDrawList* draw = ImGui::GetWindowDrawList();
+  label_rects_.clear();
   if (buckets_.empty()) {
     draw->AddText(ImVec2(x0 + 8, y0 + 8), IM_COL32(200, 200, 200, 255), "no free holes at the cursor");
   } else {
@@ -31,6 +33,7 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
     for (const auto& b : buckets_) top = std::max(top, by_bytes_ ? b.bytes : b.count);
     const float label_h = 16;
     const float bar_w = width / static_cast<float>(buckets_.size());
+    float label_free_from = x0;  // labels are written left to right where the previous one ended
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
       const std::uint64_t v = by_bytes_ ? buckets_[k].bytes : buckets_[k].count;
       const float h = static_cast<float>(static_cast<double>(v) / static_cast<double>(top)) * (height - label_h - 16);
@@ -40,11 +43,15 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
         draw->AddRectFilled(ImVec2(std::floor(bx + 1), std::floor(base - std::max(h, 1.0f))),
                             ImVec2(std::floor(bx + bar_w - 1), base), colours::kFree);
       }
-      const float label_w = ImGui::CalcTextSize("256.00 KiB").x + 4;
-      const auto every = static_cast<std::size_t>(std::max(1.0f, std::ceil(label_w / bar_w)));
-      if (k % every == 0) {
-        draw->AddText(ImVec2(bx + 1, base + 1), IM_COL32(180, 180, 180, 255),
-                      FormatBytes(buckets_[k].lower == 0 ? 256 : buckets_[k].lower).c_str());
+      // Each label at its bar where the previous one has ended (labels differ in width: a fixed
+      // stride ran "256.00 KiB1.00 MiB" together), and inside the canvas.
+      const std::string label = FormatBytes(buckets_[k].lower == 0 ? 256 : buckets_[k].lower);
+      const float text_w = ImGui::CalcTextSize(label.c_str()).x;
+      if (bx + 1 >= label_free_from && bx + 1 + text_w <= x0 + width) {
+        draw->AddText(ImVec2(bx + 1, base + 1), IM_COL32(180, 180, 180, 255), label.c_str());
+        label_rects_.push_back({static_cast<int>(bx + 1), static_cast<int>(base + 1),
+                                static_cast<int>(std::ceil(bx + 1 + text_w)), static_cast<int>(base + label_h)});
+        label_free_from = bx + 1 + text_w + 8;
       }
       if (ImGui::IsMouseHoveringRect(ImVec2(bx, y0), ImVec2(bx + bar_w, y0 + height))) {
         ImGui::BeginTooltip();

@@ -139,9 +139,12 @@ class HistogramPanel {
   void Draw(const analysis::MemoryState& state, std::uint64_t state_version);
   PixelRect canvas_rect() const { return canvas_rect_; }
   const std::vector<analysis::SizeBucket>& buckets() const { return buckets_; }
+  // Where the last frame wrote the bin labels (they never overlap).
+  const std::vector<PixelRect>& label_rects() const { return label_rects_; }
 
  private:
   PixelRect canvas_rect_;
+  std::vector<PixelRect> label_rects_;
   std::vector<analysis::SizeBucket> buckets_;
   std::uint64_t version_ = ~std::uint64_t{0};
   bool by_bytes_ = false;

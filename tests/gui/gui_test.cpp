@@ -436,6 +436,25 @@ TEST(Inspector, TheReconstructedStartOfASnapshotIsMarked) {
   EXPECT_LE(shaded.x1 - shaded.x0, (plot.x1 - plot.x0) / 100 + 2);
 }
 
+// Issue 17, item 4: bin labels ran together ("256.00 KiB1.00 MiB"). In a narrow bins window every
+// label written is clear of the next one and inside the canvas.
+TEST(Inspector, BinLabelsNeverOverlap) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-oom.fst", "", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  Render(*app);
+  const auto& labels = app->histogram().label_rects();
+  ASSERT_GE(labels.size(), 2u);
+  const PixelRect canvas = app->histogram().canvas_rect();
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    EXPECT_LE(labels[i].x1, canvas.x1) << i;
+    if (i > 0) {
+      EXPECT_GT(labels[i].x0, labels[i - 1].x1) << i;
+    }
+  }
+}
+
 TEST(Inspector, AllPanelsRenderAndTheTableListsTheLiveAllocations) {
   std::string skip;
   auto app = OpenApp(kSamples + "synth-small.fst", "", std::nullopt, &skip);
