@@ -140,6 +140,15 @@ TEST(StateFindings, TheMomentIsTheEventWithItsSeq) {
   EXPECT_EQ(d.states[1].regions, 3u);
 }
 
+TEST(StateFindings, AHeaderListingTooManyMomentsIsCutWithAWarning) {
+  StateTrace t = PytorchLikeState();
+  t.header.source.states.assign(kMaxStates + 10, t.header.source.states[0]);
+  const Diagnosis d = DiagnoseTrace(t);
+  EXPECT_EQ(d.states.size(), kMaxStates);
+  ASSERT_FALSE(d.warnings.empty());
+  EXPECT_EQ(d.warnings.back(), "the header lists 4106 moments; the first 4096 are examined");
+}
+
 TEST(StateFindings, AHistoryHasNone) {
   StateTrace t = PytorchLikeState();
   t.header.kind = traces::EvidenceKind::kHistory;

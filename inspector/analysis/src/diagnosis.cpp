@@ -102,6 +102,10 @@ Diagnosis Diagnose(const AnalysisContext& context, const DiagnosisOptions& optio
     // One moment: what its layout and summary show; nothing that needs time (no replay of an
     // invented order, no minimal limit).
     diagnosis.states = FindStates(model, devices);
+    if (model.header().source.states.size() > kMaxStates) {
+      diagnosis.warnings.push_back(fmt::format("the header lists {} moments; the first {} are examined",
+                                               model.header().source.states.size(), kMaxStates));
+    }
     return diagnosis;
   }
   const std::optional<AllocConf>& conf = context.recorded_conf();

@@ -38,7 +38,8 @@ std::vector<StateFindings> FindStates(const TimelineModel& model, const std::vec
   const traces::TraceHeader& header = model.header();
   const PageRule rule = PageRuleFor(header.source);
   std::vector<StateFindings> out;
-  for (const traces::StateSummary& summary : header.source.states) {
+  for (std::size_t i = 0; i < header.source.states.size() && i < kMaxStates; ++i) {
+    const traces::StateSummary& summary = header.source.states[i];
     if (std::find(devices.begin(), devices.end(), summary.device) == devices.end()) continue;
     StateFindings f;
     f.device = summary.device;

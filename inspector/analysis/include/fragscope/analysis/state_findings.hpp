@@ -57,7 +57,11 @@ struct PageRule {
 };
 PageRule PageRuleFor(const traces::SourceFacts& source);
 
-// Findings for every state the header lists (traces::SourceFacts::states) on one of `devices`,
+// At most this many moments are examined (each costs a state reconstruction): far more than any
+// real evidence holds (one per dump in a log); a header listing more is hostile or broken.
+inline constexpr std::size_t kMaxStates = 4096;
+
+// Findings for every state the header lists (the first kMaxStates) (traces::SourceFacts::states) on one of `devices`,
 // in order; the layout of each is the model's state after the event with the state's at_seq.
 std::vector<StateFindings> FindStates(const TimelineModel& model, const std::vector<std::uint32_t>& devices);
 
