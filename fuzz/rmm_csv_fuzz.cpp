@@ -10,6 +10,7 @@
 
 #include "fragscope/traces/rmm_csv.hpp"
 #include "fuzz_check.hpp"
+#include "trace_checks.hpp"
 
 using fragscope::fuzz::Check;
 
@@ -25,11 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   Check(trace.header.Device(0) != nullptr);
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const Event& e = trace.events[i];
-    Check(e.seq == i);
+  fragscope::fuzz::CheckEventOrder(trace);
+  for (const Event& e : trace.events) {
     Check(e.type == EventType::kAlloc || e.type == EventType::kFree || e.type == EventType::kOom);
-    if (i > 0) Check(trace.events[i - 1].time_ns <= e.time_ns);
     if (e.type == EventType::kAlloc) Check(e.rounded >= e.size || e.rounded < 256);  // wraps only near 2^64
   }
   // What the writer makes of it reads back as the same sequence of actions, pointers and sizes.

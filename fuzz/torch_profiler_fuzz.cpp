@@ -10,6 +10,7 @@
 
 #include "fragscope/traces/torch_profiler.hpp"
 #include "fuzz_check.hpp"
+#include "trace_checks.hpp"
 
 using fragscope::fuzz::Check;
 
@@ -25,13 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const TraceError&) {
     return 0;
   }
+  fragscope::fuzz::CheckEventOrder(trace);
   std::map<std::pair<std::uint32_t, std::uint64_t>, Event> live;  // by device and address
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const Event& e = trace.events[i];
-    Check(e.seq == i);
-    Check(e.tag <= trace.tags.size());
-    Check(trace.header.Device(e.device) != nullptr);
-    if (i > 0) Check(trace.events[i - 1].time_ns <= e.time_ns);
+  for (const Event& e : trace.events) {
     if (e.type == EventType::kAlloc) {
       // Ranges at different addresses may overlap in hostile evidence (the timeline counts that);
       // one address is never live twice.
