@@ -12,6 +12,7 @@
 #include "fragscope/analysis/message_diagnosis.hpp"
 #include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/oom_message.hpp"
+#include "support/shell.hpp"
 
 namespace fragscope::analysis {
 namespace {
@@ -20,12 +21,8 @@ using traces::OomCause;
 
 const std::string kDataDir = FRAGSCOPE_SOURCE_DIR "/../shared/data/oom_messages/";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// The whole file (support/shell.hpp).
+std::string ReadText(const std::string& path) { return fragscope::testing::Slurp(path); }
 
 MessageDiagnosis DiagnoseText(const std::string& text) {
   const auto messages = traces::FindOomMessages(text);

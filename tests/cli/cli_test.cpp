@@ -29,12 +29,7 @@ using fragscope::testing::Slurp;
 
 using Result = fragscope::testing::CliResult;
 
-class Cli : public fragscope::testing::CliTest {
- protected:
-  static std::string Sample(const std::string& name) {
-    return (fs::path(FRAGSCOPE_SOURCE_DIR) / "traces" / "samples" / name).string();
-  }
-};
+class Cli : public fragscope::testing::CliTest {};
 
 TEST_F(Cli, HelpListsEverySubcommand) {
   const Result r = Run({"--help"});

@@ -24,12 +24,7 @@ using fragscope::testing::Slurp;
 
 using Result = fragscope::testing::CliResult;
 
-class InputLimits : public fragscope::testing::CliTest {
- protected:
-  static std::string Sample(const std::string& name) {
-    return (fs::path(FRAGSCOPE_SOURCE_DIR) / "traces" / "samples" / name).string();
-  }
-};
+class InputLimits : public fragscope::testing::CliTest {};
 
 // ---- Issue 13, items 4 and 8: how inputs are opened, and inputs out of proportion to their size.
 

@@ -16,18 +16,15 @@
 
 #include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/oom_message.hpp"
+#include "support/shell.hpp"
 
 namespace fragscope::traces {
 namespace {
 
 const std::string kDataDir = FRAGSCOPE_SOURCE_DIR "/../shared/data/oom_messages/";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// The whole file (support/shell.hpp).
+std::string ReadText(const std::string& path) { return fragscope::testing::Slurp(path); }
 
 // The file of the corpus whose name starts with `nn` ("04"), or "" when absent.
 std::string CorpusFile(const std::string& nn) {

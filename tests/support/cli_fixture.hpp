@@ -31,6 +31,10 @@ class CliTest : public ::testing::Test {
     return RunProgram(FRAGSCOPE_CLI, args, dir_, stdin_path);
   }
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  // A committed sample trace (traces/samples/NAME).
+  static std::string Sample(const std::string& name) {
+    return (std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "traces" / "samples" / name).string();
+  }
 
   std::filesystem::path dir_;
 };
