@@ -81,6 +81,7 @@ class Indexer {
   }
   void Alloc(DeviceBuild& b, DeviceData& d, std::uint64_t j, Record& r);
   void Free(DeviceBuild& b, std::uint64_t j, Record& r);
+  bool Admit(DeviceBuild& b, std::uint64_t j, const Record& r, const RegionMap& into, Warn empty, Warn overlap);
   void Reserve(DeviceBuild& b, std::uint64_t j, Record& r);
   void Release(DeviceBuild& b, std::uint64_t j, Record& r, Warn live, Warn unreserved);
   void AddressReserve(DeviceBuild& b, std::uint64_t j, Record& r);
@@ -150,15 +151,24 @@ void Indexer::Free(DeviceBuild& b, std::uint64_t j, Record& r) {
   }
 }
 
-void Indexer::Reserve(DeviceBuild& b, std::uint64_t j, Record& r) {
+// A range the evidence adds (a region, an address range, mapped pages) is taken only when it is a
+// range at all (not empty, not past 2^64) and overlaps nothing already in `into`; else the warning
+// of its kind is counted and the event is left out.
+bool Indexer::Admit(DeviceBuild& b, std::uint64_t j, const Record& r, const RegionMap& into, Warn empty,
+                    Warn overlap) {
   if (r.size == 0 || r.address + r.size < r.address) {
-    Count(b, kEmptyReserve, j, r.address);
-    return;
+    Count(b, empty, j, r.address);
+    return false;
   }
-  if (RegionOverlaps(b.regions, r.address, r.size)) {
-    Count(b, kReserveOverlap, j, r.address);
-    return;
+  if (RegionOverlaps(into, r.address, r.size)) {
+    Count(b, overlap, j, r.address);
+    return false;
   }
+  return true;
+}
+
+void Indexer::Reserve(DeviceBuild& b, std::uint64_t j, Record& r) {
+  if (!Admit(b, j, r, b.regions, kEmptyReserve, kReserveOverlap)) return;
   // A region of its own, even right after another: memory that grows in place is `map` (1.1).
   ApplyReserve(b.regions, r.address, r.size, false, false);
   r.flags |= kApplied;
@@ -169,14 +179,7 @@ void Indexer::Reserve(DeviceBuild& b, std::uint64_t j, Record& r) {
 
 // Address space only: no memory, no series. It tells which mapped pieces belong together.
 void Indexer::AddressReserve(DeviceBuild& b, std::uint64_t j, Record& r) {
-  if (r.size == 0 || r.address + r.size < r.address) {
-    Count(b, kEmptyRange, j, r.address);
-    return;
-  }
-  if (RegionOverlaps(b.spaces, r.address, r.size)) {
-    Count(b, kSpaceOverlap, j, r.address);
-    return;
-  }
+  if (!Admit(b, j, r, b.spaces, kEmptyRange, kSpaceOverlap)) return;
   b.spaces.emplace(r.address, r.size);
   r.flags |= kApplied;
 }
@@ -193,14 +196,7 @@ void Indexer::AddressRelease(DeviceBuild& b, std::uint64_t j, Record& r) {
 // Pages mapped into an address range: reserved grows, and the mapped piece joins the pieces of the
 // same range it touches, so a region that grows in place is one region.
 void Indexer::Map(DeviceBuild& b, std::uint64_t j, Record& r) {
-  if (r.size == 0 || r.address + r.size < r.address) {
-    Count(b, kEmptyRange, j, r.address);
-    return;
-  }
-  if (RegionOverlaps(b.regions, r.address, r.size)) {
-    Count(b, kMapOverlap, j, r.address);
-    return;
-  }
+  if (!Admit(b, j, r, b.regions, kEmptyRange, kMapOverlap)) return;
   const auto space = SpaceHolding(b.spaces, r.address, r.size);
   bool merge_prev = false, merge_next = false;
   if (space == b.spaces.end()) {
