@@ -20,16 +20,20 @@ using fragscope::fuzz::Check;
 namespace {
 
 // Small limits: host memory is really touched on the host backing.
+// The default pages (expandable=on, unmap=lazy); growth= selects the region model.
 constexpr const char* kPolicies[] = {
     "backing=sim,capacity=1GiB,limit=256MiB",
+    "backing=sim,capacity=1GiB,limit=256MiB,unmap=eager",
+    "backing=sim,capacity=1GiB,limit=256MiB,growth=on",
     "backing=sim,capacity=1GiB,limit=256MiB,growth=off",
     "backing=sim,capacity=1GiB,limit=256MiB,preallocate=0.5",
-    "backing=sim,capacity=1GiB,limit=256MiB,expandable=on",
+    "backing=sim,capacity=1GiB,limit=256MiB,expandable=on,preallocate=0.5",
     "backing=sim,capacity=1GiB,limit=256MiB,gc=off",
     "backing=sim,capacity=1GiB,limit=256MiB,passthrough=on",
     "backing=sim,capacity=1GiB,virtual_devices=64MiB+128MiB",
     "backing=host,capacity=1GiB,limit=64MiB",
-    "backing=host,capacity=1GiB,limit=64MiB,expandable=on",
+    "backing=host,capacity=1GiB,limit=64MiB,unmap=eager",
+    "backing=host,capacity=1GiB,limit=64MiB,growth=on",
     "backing=host,capacity=1GiB,limit=64MiB,passthrough=on",
 };
 

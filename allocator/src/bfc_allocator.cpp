@@ -17,7 +17,11 @@ void* BfcAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions& options
   const std::uint64_t rounded = RoundUp(bytes);
   std::lock_guard guard(lock_);
   if (Chunk* chunk = bins_.FindBestFit(rounded)) [[likely]] {
-    return Carve(chunk, rounded, bytes, options);
+    // Paging: memory exists only where pages are mapped. One or two word tests of the page map for
+    // any chunk up to 128 MiB; mapping is the slow path's.
+    if (!paging_ || pages_.Covers(chunk->address, rounded)) [[likely]] {
+      return Carve(chunk, rounded, bytes, options);
+    }
   }
   return AllocateSlow(rounded, bytes, options, report);
 }
@@ -85,11 +89,14 @@ void BfcAllocator::Free(void* ptr) {
   chunk->alloc_id = 0;
   chunk->stream = 0;
   chunk->tag = traces::kNoTag;
-  MergeAndBin(chunk);
+  const std::uint64_t freed_at = chunk->address, freed_bytes = chunk->size;
+  Chunk* merged = MergeAndBin(chunk);
+  // unmap=eager gives back the whole pages that no live chunk touches any more (slow path).
+  if (unmap_eager_) [[unlikely]] UnmapFreedPages(freed_at, freed_bytes, merged);
 }
 
-// Coalesces a just-freed chunk with its free neighbours at once and bins the result.
-void BfcAllocator::MergeAndBin(Chunk* chunk) {
+// Coalesces a just-freed chunk with its free neighbours at once and bins the result, which it returns.
+Chunk* BfcAllocator::MergeAndBin(Chunk* chunk) {
   if (Chunk* prev = chunk->prev; prev != nullptr && !prev->in_use()) {
     bins_.Erase(prev);
     prev->size += chunk->size;
@@ -108,7 +115,10 @@ void BfcAllocator::MergeAndBin(Chunk* chunk) {
     ReleaseChunkRecord(next);
   }
   bins_.Insert(chunk);
-  if (chunk->size > stats_.peak_largest_free) stats_.peak_largest_free = chunk->size;
+  // Under paging a free chunk spans unmapped address space: the largest free extent of memory is
+  // measured on the slow path (LargestMappedFree) instead.
+  if (chunk->size > stats_.peak_largest_free && !paging_) stats_.peak_largest_free = chunk->size;
+  return chunk;
 }
 
 void BfcAllocator::ReleaseChunkRecord(Chunk* chunk) {

@@ -1,8 +1,9 @@
 // The BFC (best-fit with coalescing) caching allocator of one device. See docs/allocator.md.
 //
 // Layout of the code: bfc_allocator.cpp holds the hot path (best fit, split, free, coalesce);
-// bfc_slow_path.cpp growth, gc and OOM diagnosis; bfc_inspect.cpp stats, snapshots, the invariant
-// checker and event emission for a newly attached sink.
+// bfc_slow_path.cpp growth, gc and OOM diagnosis; bfc_paging.cpp the paging region (address space
+// apart from mapped pages: expandable=on); bfc_inspect.cpp stats, snapshots, the invariant checker
+// and event emission for a newly attached sink.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "best_fit_bins.hpp"
 #include "chunk.hpp"
+#include "page_map.hpp"
 #include "fragscope/allocator/backing.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
 #include "pointer_table.hpp"
@@ -26,8 +28,13 @@ struct BfcOptions {
   bool growth = true;                   // 2 MiB first region, doubling
   std::uint64_t preallocate_bytes = 0;  // one region reserved at construction; 0 = none
   bool gc = true;
-  bool expandable = false;              // one in-place growing region (needs an ExpandableBacking)
+  bool expandable = false;              // paging: one address range, pages mapped under live chunks
+  bool unmap_eager = false;             // paging: unmap whole free pages at once, not under pressure
 };
+
+// The address range of a paging region is this many times the limit: address space costs nothing,
+// and best fit over it then never runs out on real sequences (docs/allocator.md, "Paging").
+inline constexpr std::uint64_t kPagingRangeFactor = 4;
 
 inline constexpr std::uint64_t kFirstRegionBytes = 2 * 1024 * 1024;
 inline constexpr std::uint64_t kRegionRoundingBytes = 2 * 1024 * 1024;  // growth=off region sizes
@@ -63,7 +70,7 @@ class BfcAllocator final : public DeviceAllocator {
   void* Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t requested,
               const AllocOptions& options);
   void RefillForCarve();
-  void MergeAndBin(Chunk* chunk);
+  Chunk* MergeAndBin(Chunk* chunk);
   void ReleaseChunkRecord(Chunk* chunk);
 
   // --- slow path (bfc_slow_path.cpp) ---
@@ -73,15 +80,29 @@ class BfcAllocator final : public DeviceAllocator {
                      OomReport* report);
   bool Extend(std::uint64_t rounded, bool* backing_refused);
   bool ExtendWithRegion(std::uint64_t rounded, bool* backing_refused);
-  bool GrowExpandable(std::uint64_t rounded, bool* backing_refused);
   std::uint64_t NextRegionBytes(std::uint64_t rounded) const;
   Region* AddRegion(std::uint64_t base, std::uint64_t size);
   std::uint64_t ReleaseFreeRegionsLocked();
-  std::uint64_t ShrinkExpandableLocked();
   void* ReportOom(OomReport diagnosis, OomReport* report);  // counts, records, logs; nullptr
   OomReport Diagnose(std::uint64_t rounded, std::uint64_t requested, const AllocOptions& options,
                      bool backing_refused, std::uint64_t gc_released) const;
   [[noreturn]] void ThrowInvalidFree(void* ptr) const;
+
+  // --- paging (bfc_paging.cpp) ---
+  void InitPaging();
+  void ReleasePaging() noexcept;
+  void* AllocateOnPages(std::uint64_t rounded, std::uint64_t requested, const AllocOptions& options,
+                        OomReport* report);
+  bool MapPages(std::uint64_t address, std::uint64_t bytes, bool* backing_refused);
+  std::uint64_t NewPagesFor(std::uint64_t address, std::uint64_t bytes) const;
+  Chunk* SplitAt(Chunk* chunk, std::uint64_t address);
+  std::uint64_t UnmapFreePages();
+  void RecyclePages(std::uint64_t wanted, std::uint64_t keep_first, std::uint64_t keep_end);
+  void UnmapPages(std::uint64_t first_page, std::uint64_t end_page);
+  [[gnu::noinline]] void UnmapFreedPages(std::uint64_t address, std::uint64_t bytes, const Chunk* merged);
+  std::uint64_t LargestMappedFree() const;
+  PageFacts StrandedPages(std::uint64_t rounded) const;
+  void CheckPagesLocked() const;
 
   // --- inspection and events (bfc_inspect.cpp) ---
   void CheckInvariantsLocked() const;
@@ -98,7 +119,10 @@ class BfcAllocator final : public DeviceAllocator {
   PointerTable live_;
   ChunkPool pool_;
   std::map<std::uint64_t, std::unique_ptr<Region>> regions_;  // by base address
-  Region* expandable_region_ = nullptr;
+  Region* expandable_region_ = nullptr;  // the paging region, when expandable=on
+  bool paging_ = false;
+  bool unmap_eager_ = false;
+  PageMap pages_;                        // mapped pages of the paging region
   std::uint64_t next_region_bytes_ = kFirstRegionBytes;  // growth policy state
   std::uint64_t next_alloc_id_ = 1;
   AllocatorStats stats_;  // counters and peaks; largest_free and chunk counts filled on read

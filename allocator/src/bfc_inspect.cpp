@@ -15,6 +15,12 @@ AllocatorStats BfcAllocator::Stats() const {
   stats.free_chunks = bins_.free_chunks();
   const Chunk* largest = bins_.Largest();
   stats.largest_free = largest != nullptr ? largest->size : 0;
+  if (paging_) {
+    // A free chunk of a paging region spans unmapped address space: the largest free extent of
+    // memory is measured over mapped pages, and its peak is the largest seen by a read.
+    stats.largest_free = LargestMappedFree();
+    stats.peak_largest_free = std::max(stats.peak_largest_free, stats.largest_free);
+  }
   return stats;
 }
 
@@ -27,7 +33,7 @@ void BfcAllocator::ResetPeaks() {
   stats_.peak_allocations = stats_.allocations;
   stats_.peak_regions = stats_.regions;
   const Chunk* largest = bins_.Largest();
-  stats_.peak_largest_free = largest != nullptr ? largest->size : 0;
+  stats_.peak_largest_free = paging_ ? LargestMappedFree() : largest != nullptr ? largest->size : 0;
 }
 
 std::optional<OomReport> BfcAllocator::LastOom() const {
@@ -46,6 +52,13 @@ AllocatorSnapshot BfcAllocator::Snapshot() const {
     view.address = base;
     view.size = region->size;
     view.max_size = region->max_size;
+    if (region->expandable) {
+      view.paging = true;
+      const std::uint64_t page = pages_.page_bytes();
+      pages_.ForEachRun(0, pages_.high_water(), true, [&](std::uint64_t a, std::uint64_t b) {
+        view.mapped.push_back(MappedRange{pages_.AddressOf(a), (b - a) * page});
+      });
+    }
     for (const Chunk* chunk = region->first; chunk != nullptr; chunk = chunk->next) {
       view.chunks.push_back(ChunkView{chunk->address, chunk->size, chunk->requested,
                                       chunk->alloc_id, chunk->stream, chunk->tag,
@@ -84,14 +97,14 @@ void BfcAllocator::CheckInvariantsLocked() const {
     if (region->base != base) Violation(dev, "region keyed {:#x} has base {:#x}", base, region->base);
     if (base < previous_end) Violation(dev, "region {:#x} overlaps the previous one", base);
     previous_end = base + region->max_size;
-    if (region->size > region->max_size) Violation(dev, "region {:#x} size above max size", base);
-    if (!region->expandable && region->size != region->max_size) {
-      Violation(dev, "fixed region {:#x} has size {} != max size {}", base, region->size, region->max_size);
+    // Chunks tile every region whole; a paging region's memory is its mapped pages (CheckPagesLocked).
+    if (region->size != region->max_size) {
+      Violation(dev, "region {:#x} has size {} != max size {}", base, region->size, region->max_size);
     }
     if (region->expandable != (region.get() == expandable_region_)) {
       Violation(dev, "region {:#x} expandable flag disagrees with the allocator", base);
     }
-    reserved += region->size;
+    reserved += region->expandable ? pages_.mapped_bytes() : region->size;
     address_space += region->max_size;
     std::uint64_t cursor = base;
     std::uint64_t region_live = 0;
@@ -108,10 +121,8 @@ void BfcAllocator::CheckInvariantsLocked() const {
         Violation(dev, "chunk {:#x} has size {}, not a positive multiple of 256", chunk->address, chunk->size);
       }
       if (chunk->in_use()) {
-        // Memory exists only where pages are mapped: a live chunk past them would fault on use.
         if (chunk->end() > base + region->size || chunk->end() < chunk->address) {
-          Violation(dev, "live chunk {:#x} ({} bytes) runs past the {} bytes mapped in region {:#x}", chunk->address,
-                    chunk->size, region->size, base);
+          Violation(dev, "live chunk {:#x} ({} bytes) runs past region {:#x}", chunk->address, chunk->size, base);
         }
         ++live;
         ++region_live;
@@ -198,12 +209,14 @@ void BfcAllocator::CheckInvariantsLocked() const {
   if (s.reserved > options_.limit) Violation(dev, "reserved {} above the limit {}", s.reserved, options_.limit);
   if (s.peak_in_use < s.in_use || s.peak_reserved < s.reserved ||
       s.peak_live_requested < s.live_requested || s.peak_allocations < s.allocations ||
-      s.peak_regions < s.regions || s.peak_largest_free < largest_free || s.peak_address_space < s.address_space) {
+      s.peak_regions < s.regions || (!paging_ && s.peak_largest_free < largest_free) ||
+      s.peak_address_space < s.address_space) {
     Violation(dev, "a peak is below its current value");
   }
   if (s.total_allocs - s.total_frees != s.allocations) {
     Violation(dev, "{} allocations minus {} frees != {} live", s.total_allocs, s.total_frees, s.allocations);
   }
+  if (paging_) CheckPagesLocked();
 }
 
 void BfcAllocator::SetSink(traces::EventSink* sink) {
@@ -213,9 +226,12 @@ void BfcAllocator::SetSink(traces::EventSink* sink) {
   // A trace must stand on its own: record what exists before the first new event.
   for (const auto& [base, region] : regions_) {
     if (region->expandable) {
-      // The address range, then the pages mapped at its start: how the region grew (GrowExpandable).
+      // The address range, then the pages mapped in it now.
       EmitRegion(traces::EventType::kAddressReserve, base, region->max_size);
-      if (region->size > 0) EmitRegion(traces::EventType::kMap, base, region->size);
+      const std::uint64_t page = pages_.page_bytes();
+      pages_.ForEachRun(0, pages_.high_water(), true, [&](std::uint64_t a, std::uint64_t b) {
+        EmitRegion(traces::EventType::kMap, pages_.AddressOf(a), (b - a) * page);
+      });
     } else if (region->size > 0) {
       EmitRegion(traces::EventType::kRegionReserve, base, region->size);
     }

@@ -26,39 +26,7 @@ BfcAllocator::BfcAllocator(Backing& backing, const BfcOptions& options)
   stats_.limit = options_.limit;
   pool_.Refill();
   if (options_.expandable) {
-    expandable_backing_ = backing_.expandable();
-    if (expandable_backing_ == nullptr) {
-      throw ConfigError("expandable", fmt::format("expandable=on needs a backing that grows in "
-                                                  "place (sim, host or vmm), not {}",
-                                                  ToString(backing_.info().kind)));
-    }
-    const std::uint64_t granularity = expandable_backing_->map_granularity();
-    const std::uint64_t range = RoundUpTo(options_.limit, granularity);
-    void* base = expandable_backing_->ReserveRange(range);
-    if (base == nullptr) {
-      throw BackingError(fmt::format("device {}: cannot reserve {} of address space for the "
-                                     "expandable region",
-                                     options_.device, FormatBytes(range)));
-    }
-    auto region = std::make_unique<Region>();
-    region->base = reinterpret_cast<std::uint64_t>(base);
-    region->max_size = range;
-    region->expandable = true;
-    expandable_region_ = region.get();
-    regions_.emplace(region->base, std::move(region));
-    stats_.regions = stats_.peak_regions = 1;
-    // The range holds no memory: reserved grows only as pages are mapped (GrowExpandable).
-    stats_.address_space = stats_.peak_address_space = range;
-    const std::uint64_t initial = RoundDownTo(options_.preallocate_bytes, granularity);
-    if (initial > 0) {
-      bool refused = false;
-      if (!GrowExpandable(initial, &refused)) {
-        expandable_backing_->ReleaseRange(base, range);
-        throw BackingError(fmt::format("device {}: preallocation of {} refused by the {} backing",
-                                       options_.device, FormatBytes(initial),
-                                       ToString(backing_.info().kind)));
-      }
-    }
+    InitPaging();
   } else if (options_.preallocate_bytes > 0) {
     const std::uint64_t bytes = RoundDownTo(options_.preallocate_bytes, backing_.info().granularity);
     void* base = bytes > 0 ? backing_.Reserve(bytes, 0) : nullptr;
@@ -77,14 +45,11 @@ BfcAllocator::~BfcAllocator() {
                  options_.device, stats_.allocations, FormatBytes(stats_.in_use));
   }
   bins_.Clear();
+  ReleasePaging();
   for (auto& [base, region] : regions_) {
+    if (region->expandable) continue;  // ReleasePaging gave it back
     try {
-      if (region->expandable) {
-        if (region->size > 0) expandable_backing_->Unmap(reinterpret_cast<void*>(base), 0, region->size);
-        expandable_backing_->ReleaseRange(reinterpret_cast<void*>(base), region->max_size);
-      } else {
-        backing_.Release(reinterpret_cast<void*>(base), region->size, 0);
-      }
+      backing_.Release(reinterpret_cast<void*>(base), region->size, 0);
     } catch (const std::exception& error) {  // a destructor must not throw; say what leaked
       fragscope::Log().error("device {}: releasing region {:#x}: {}", options_.device, base, error.what());
     }
@@ -101,6 +66,7 @@ void* BfcAllocator::RefuseUnrepresentable(std::uint64_t requested, const AllocOp
 
 void* BfcAllocator::AllocateSlow(std::uint64_t rounded, std::uint64_t requested,
                                  const AllocOptions& options, OomReport* report) {
+  if (paging_) return AllocateOnPages(rounded, requested, options, report);
   bool backing_refused = false;
   std::uint64_t gc_released = 0;
   if (rounded > options_.limit) {  // no region and no gc can serve it: straight to the report
@@ -135,8 +101,7 @@ void* BfcAllocator::ReportOom(OomReport diagnosis, OomReport* report) {
 }
 
 bool BfcAllocator::Extend(std::uint64_t rounded, bool* backing_refused) {
-  return expandable_region_ != nullptr ? GrowExpandable(rounded, backing_refused)
-                                       : ExtendWithRegion(rounded, backing_refused);
+  return ExtendWithRegion(rounded, backing_refused);
 }
 
 std::uint64_t BfcAllocator::NextRegionBytes(std::uint64_t rounded) const {
@@ -152,10 +117,16 @@ bool BfcAllocator::ExtendWithRegion(std::uint64_t rounded, bool* backing_refused
   const std::uint64_t need = RoundUpTo(rounded, granularity);
   if (need > headroom) return false;
   std::uint64_t size = std::max(need, std::min(NextRegionBytes(rounded), RoundDownTo(headroom, granularity)));
+  // TensorFlow's rule: a request larger than the next region raises the region size to fit it, and
+  // that size is not doubled again afterwards. Doubling past an oversized request would start a run
+  // of ever larger regions (16 MiB ... 4 GiB, 8 GiB) that the sequence never needs.
+  const bool raised = options_.growth && std::bit_ceil(rounded) > next_region_bytes_;
   for (;;) {
     if (void* base = backing_.Reserve(size, 0)) {
       AddRegion(reinterpret_cast<std::uint64_t>(base), size);
-      if (options_.growth) next_region_bytes_ = std::max(next_region_bytes_, size * 2);
+      if (options_.growth) {
+        next_region_bytes_ = std::max(next_region_bytes_, raised ? size : size * 2);
+      }
       return true;
     }
     if (size == need) {
@@ -164,50 +135,6 @@ bool BfcAllocator::ExtendWithRegion(std::uint64_t rounded, bool* backing_refused
     }
     size = std::max(need, RoundUpTo(size / 2, granularity));
   }
-}
-
-// Maps just enough pages at the end of the expandable region for `rounded` bytes, counting a free
-// chunk already at the end.
-bool BfcAllocator::GrowExpandable(std::uint64_t rounded, bool* backing_refused) {
-  Region* region = expandable_region_;
-  Chunk* tail = region->last;
-  const std::uint64_t tail_free = tail != nullptr && !tail->in_use() ? tail->size : 0;
-  const std::uint64_t grow =
-      RoundUpTo(rounded - std::min(rounded, tail_free), expandable_backing_->map_granularity());
-  if (grow == 0 || region->size + grow > options_.limit || region->size + grow > region->max_size) {
-    return false;
-  }
-  if (!expandable_backing_->Map(reinterpret_cast<void*>(region->base), region->size, grow)) {
-    *backing_refused = true;
-    return false;
-  }
-  const std::uint64_t mapped_at = region->base + region->size;
-  if (tail_free > 0) {
-    bins_.Erase(tail);
-    tail->size += grow;
-    bins_.Insert(tail);
-  } else {
-    if (pool_.Empty()) pool_.Refill();
-    Chunk* chunk = pool_.Take();
-    chunk->address = mapped_at;
-    chunk->size = grow;
-    chunk->region = region;
-    chunk->prev = tail;
-    if (tail != nullptr) tail->next = chunk;
-    else region->first = chunk;
-    region->last = chunk;
-    ++chunk_count_;
-    bins_.Insert(chunk);
-  }
-  region->size += grow;
-  stats_.reserved += grow;
-  ++stats_.maps;
-  stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
-  stats_.peak_largest_free = std::max(stats_.peak_largest_free, region->last->size);
-  // Pages mapped into the region's address range (trace format 1.1): the region grows in place, so
-  // a reader needs no guess whether adjacent memory extends it.
-  if (sink_ != nullptr) EmitRegion(traces::EventType::kMap, mapped_at, grow);
-  return true;
 }
 
 Region* BfcAllocator::AddRegion(std::uint64_t base, std::uint64_t size) {
@@ -268,33 +195,8 @@ std::uint64_t BfcAllocator::ReleaseFreeRegionsLocked() {
   if (released > 0 && options_.growth) {
     next_region_bytes_ = std::max(kFirstRegionBytes, std::bit_floor(std::max<std::uint64_t>(stats_.reserved, 1)));
   }
-  return released + ShrinkExpandableLocked();
-}
-
-// Unmaps the whole pages of a free chunk at the end of the expandable region.
-std::uint64_t BfcAllocator::ShrinkExpandableLocked() {
-  Region* region = expandable_region_;
-  if (region == nullptr || region->last == nullptr || region->last->in_use()) return 0;
-  Chunk* tail = region->last;
-  const std::uint64_t shrink = RoundDownTo(tail->size, expandable_backing_->map_granularity());
-  if (shrink == 0) return 0;
-  const std::uint64_t new_size = region->size - shrink;
-  expandable_backing_->Unmap(reinterpret_cast<void*>(region->base), new_size, shrink);
-  bins_.Erase(tail);
-  if (shrink == tail->size) {
-    region->last = tail->prev;
-    if (tail->prev != nullptr) tail->prev->next = nullptr;
-    else region->first = nullptr;
-    ReleaseChunkRecord(tail);
-  } else {
-    tail->size -= shrink;
-    bins_.Insert(tail);
-  }
-  region->size = new_size;
-  stats_.reserved -= shrink;
-  ++stats_.unmaps;
-  if (sink_ != nullptr) EmitRegion(traces::EventType::kUnmap, region->base + new_size, shrink);
-  return shrink;
+  // A paging region gives back the whole pages that no live chunk touches.
+  return released + (paging_ ? UnmapFreePages() : 0);
 }
 
 OomReport BfcAllocator::Diagnose(std::uint64_t rounded, std::uint64_t requested,
@@ -309,14 +211,16 @@ OomReport BfcAllocator::Diagnose(std::uint64_t rounded, std::uint64_t requested,
   numbers.live_requested = stats_.live_requested;
   numbers.free_in_regions = stats_.free_in_regions();
   const Chunk* largest = bins_.Largest();
-  numbers.largest_free = largest != nullptr ? largest->size : 0;
+  numbers.largest_free = paging_ ? LargestMappedFree() : largest != nullptr ? largest->size : 0;
   numbers.headroom = stats_.headroom();
   numbers.chunk_count = chunk_count_;
   numbers.region_count = stats_.regions;
-  OomReport report = DiagnoseOom(options_.device, numbers, backing_refused);
+  PageFacts pages;
+  if (paging_) pages = StrandedPages(rounded);
+  OomReport report = DiagnoseOom(options_.device, numbers, backing_refused, paging_ ? &pages : nullptr);
   report.stream = options.stream;
   report.tag = options.tag;
-  report.gc_ran = options_.gc;
+  report.gc_ran = options_.gc || paging_;  // paging gives back free pages whatever gc says
   report.gc_released = gc_released;
   AddPolicyAdvice(report, PolicyFacts{options_.gc, options_.expandable, backing_.expandable() != nullptr});
   return report;

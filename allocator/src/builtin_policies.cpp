@@ -22,20 +22,21 @@ std::vector<Policy> BuiltinPolicies() {
     options.limit = context.limit;
     options.growth = context.conf.growth;
     options.gc = context.conf.gc;
-    options.expandable = context.conf.expandable;
+    options.expandable = context.conf.Paging();
+    options.unmap_eager = context.conf.unmap == UnmapMode::kEager;
     options.preallocate_bytes = context.preallocate_bytes;
     return std::make_unique<bfc::BfcAllocator>(context.backing, options);
   };
   bfc.describe = [](const AllocConf& conf) {
     std::string text = "bfc";
-    if (conf.expandable) text += " expandable";
+    if (conf.Paging()) text += conf.unmap == UnmapMode::kEager ? " paging eager" : " paging lazy";
     else text += conf.growth ? " growth" : " no-growth";
     if (conf.preallocate > 0) text += fmt::format(" preallocate {:.2f}", conf.preallocate);
     text += conf.gc ? " gc" : " no-gc";
     return text;
   };
   bfc.advise = [](OomReport& report, const AllocConf& conf) {
-    AddPolicyAdvice(report, PolicyFacts{conf.gc, conf.expandable, TraitsOf(conf.backing).grows_in_place});
+    AddPolicyAdvice(report, PolicyFacts{conf.gc, conf.Paging(), TraitsOf(conf.backing).grows_in_place});
   };
   policies.push_back(std::move(bfc));
 
@@ -43,8 +44,8 @@ std::vector<Policy> BuiltinPolicies() {
   passthrough.name = "passthrough";
   passthrough.description = "one backing call per request and per free, no cache: the baseline";
   passthrough.check = [](const AllocConf& conf) {
-    if (conf.expandable || conf.preallocate > 0.0) {
-      throw ConfigError(conf.expandable ? "expandable" : "preallocate",
+    if (conf.expandable.value_or(false) || conf.preallocate > 0.0) {
+      throw ConfigError(conf.expandable.value_or(false) ? "expandable" : "preallocate",
                         "passthrough makes one backing call per request and keeps no region to "
                         "grow or preallocate into");
     }

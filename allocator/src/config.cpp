@@ -220,6 +220,13 @@ void ParseExpandable(std::string_view key, std::string_view value, AllocConf& co
   conf.expandable = ParseSwitch(key, value);
 }
 
+void ParseUnmap(std::string_view key, std::string_view value, AllocConf& conf) {
+  const std::string v = Lower(value);
+  if (v == "eager") conf.unmap = UnmapMode::kEager;
+  else if (v == "lazy") conf.unmap = UnmapMode::kLazy;
+  else BadValue(key, value, "eager (unmap free pages at once) or lazy (only when memory is needed)");
+}
+
 void ParsePolicy(std::string_view key, std::string_view value, AllocConf& conf) {
   if (FindPolicy(value) == nullptr) {
     std::string names;
@@ -252,6 +259,7 @@ enum KeyIndex : std::size_t {
   kVirtualDevicesKey,
   kGcKey,
   kExpandableKey,
+  kUnmapKey,
   kPassthroughKey,
   kPolicyKey,
   kKeyCount,
@@ -268,6 +276,7 @@ constexpr std::array<KeySpec, kKeyCount> kKeys = {{
     {"virtual_devices", ParseVirtualDevices},
     {"gc", ParseGc},
     {"expandable", ParseExpandable},
+    {"unmap", ParseUnmap},
     {"passthrough", ParsePassthrough},
     {"policy", ParsePolicy},
 }};
@@ -352,7 +361,10 @@ void CheckCombination(AllocConf& conf, const std::array<bool, kKeyCount>& given)
                                   "device its limit in virtual_devices instead",
                                   FormatDevices(conf.virtual_devices)));
   }
-  if (conf.expandable && !TraitsOf(conf.backing).grows_in_place) {
+  // growth and preallocate are the region policies' keys: giving one without expandable selects
+  // the region model, as it always did, rather than the paging default.
+  if (!given[kExpandableKey] && (given[kGrowthKey] || conf.preallocate > 0.0)) conf.expandable = false;
+  if (conf.expandable.value_or(false) && !TraitsOf(conf.backing).grows_in_place) {
     throw ConfigError("expandable",
                       fmt::format("expandable=on needs backing sim, host or vmm, not backing {}",
                                   ToString(conf.backing)));
@@ -369,7 +381,7 @@ void CheckCombination(AllocConf& conf, const std::array<bool, kKeyCount>& given)
   if (conf.passthrough) {
     const std::string_view why =
         async ? " (backing async is always passthrough)" : std::string_view();
-    if (conf.expandable) {
+    if (conf.expandable.value_or(false)) {
       throw ConfigError("expandable",
                         fmt::format("expandable=on cannot be combined with passthrough{}: "
                                     "passthrough makes one backing call per request and keeps "
@@ -383,6 +395,18 @@ void CheckCombination(AllocConf& conf, const std::array<bool, kKeyCount>& given)
                                     "no cache to preallocate into",
                                     FormatFraction(conf.preallocate), why));
     }
+  }
+  if (given[kUnmapKey] && !conf.Paging()) {
+    throw ConfigError("unmap", fmt::format("unmap={} applies to a paging region, and this "
+                                           "configuration does not page (expandable=on pages on "
+                                           "backing sim, host or vmm)",
+                                           ToString(conf.unmap)));
+  }
+  if (conf.Paging() && conf.unmap == UnmapMode::kEager && conf.preallocate > 0.0) {
+    throw ConfigError("preallocate",
+                      fmt::format("preallocate={} maps pages up front that unmap=eager gives back at "
+                                  "the first free: use unmap=lazy to keep them",
+                                  FormatFraction(conf.preallocate)));
   }
 }
 
@@ -430,6 +454,16 @@ std::vector<Item> SplitItems(std::string_view text) {
 
 }  // namespace
 
+bool AllocConf::operator==(const AllocConf& o) const {
+  return backing == o.backing && capacity == o.capacity && device == o.device &&
+         external_use == o.external_use && growth == o.growth && preallocate == o.preallocate &&
+         limit == o.limit && virtual_devices == o.virtual_devices && gc == o.gc &&
+         Paging() == o.Paging() && (!Paging() || unmap == o.unmap) && passthrough == o.passthrough &&
+         policy == o.policy;
+}
+
+std::string_view ToString(UnmapMode mode) { return mode == UnmapMode::kEager ? "eager" : "lazy"; }
+
 std::string AllocConf::ToString() const {
   std::string out;
   const auto add = [&out](std::string_view key, std::string_view value) {
@@ -447,7 +481,8 @@ std::string AllocConf::ToString() const {
   if (limit) add("limit", FormatSizeExact(*limit));
   if (!virtual_devices.empty()) add("virtual_devices", FormatDevices(virtual_devices));
   add("gc", FormatSwitch(gc));
-  add("expandable", FormatSwitch(expandable));
+  add("expandable", FormatSwitch(Paging()));
+  if (Paging()) add("unmap", fragscope::ToString(unmap));
   add("passthrough", FormatSwitch(passthrough));
   if (!policy.empty()) add("policy", policy);  // a registered policy other than the built-ins
   return out;

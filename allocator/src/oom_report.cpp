@@ -16,12 +16,43 @@ std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) {
   return traces::CheckedAdd(a, b).value_or(UINT64_MAX);
 }
 
+// Fragmentation under paging: the free bytes below the limit are there, but part of them sit in
+// pages that live chunks also use (stranded), so the request's own pages do not fit in the rest.
+void ExplainPagedFragmentation(OomReport& report) {
+  const traces::OomRecord& n = report.numbers;
+  const PageFacts& p = report.pages;
+  const std::string page = FormatBytes(p.page_bytes);
+  if (p.address_space_exhausted) {
+    report.explanation = fmt::format(
+        "no free range of the paging region's address space is {} long: the address space is "
+        "fragmented (memory is not: {} in use of the {} limit)",
+        FormatBytes(n.rounded), FormatBytes(n.in_use), FormatBytes(n.limit));
+    report.suggestion = "free long-lived blocks in the order they were allocated, or raise the "
+                        "limit (the address range is a multiple of it)";
+    return;
+  }
+  const std::uint64_t need = traces::CheckedMul(p.new_pages_needed, p.page_bytes).value_or(UINT64_MAX);
+  report.explanation = fmt::format(
+      "{} are free below the limit ({} headroom, {} inside mapped pages) but {} of them are "
+      "stranded in {} partly used {} pages; the request of {} needs {} new page{} ({}) wherever "
+      "it goes, more than the headroom",
+      FormatBytes(SaturatingAdd(n.free_in_regions, n.headroom)), FormatBytes(n.headroom),
+      FormatBytes(n.free_in_regions), FormatBytes(p.stranded_bytes), p.partly_used_pages, page,
+      FormatBytes(n.rounded), p.new_pages_needed, p.new_pages_needed == 1 ? "" : "s",
+      FormatBytes(need));
+  report.suggestion = fmt::format(
+      "raise the limit by {} (fragscope min-limit finds the smallest limit by replay); stranded "
+      "bytes shrink when small and large tensors do not share pages",
+      FormatBytes(need - std::min(need, n.headroom)));
+}
+
 }  // namespace
 
 OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
-                      bool backing_refused) {
+                      bool backing_refused, const PageFacts* pages) {
   OomReport report;
   report.device = device;
+  if (pages != nullptr) report.pages = *pages;
   report.numbers = numbers;
   report.numbers.cause = traces::ClassifyOom(numbers, backing_refused);
   const traces::OomRecord& n = report.numbers;
@@ -69,7 +100,12 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
       report.explanation = "cause unknown: the evidence lacks what would decide it";
       report.suggestion = "replay the trace under the limit the run had";
       break;
-    case OomCause::kFragmentation: {
+    case OomCause::kFragmentation:
+      if (report.pages.on()) {
+        ExplainPagedFragmentation(report);
+        break;
+      }
+      {
       // A hole a few bytes short reads "7.50 MiB, less than 7.50 MiB" when rounded for display:
       // then both sizes are given in bytes as well.
       const std::uint64_t largest = std::max(n.largest_free, n.headroom);
@@ -88,7 +124,7 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
           "limit by replay)",
           FormatBytes(n.rounded - std::min(n.rounded, n.headroom)));
       break;
-    }
+      }
   }
   return report;
 }
@@ -99,8 +135,9 @@ void AddPolicyAdvice(OomReport& report, const PolicyFacts& facts) {
     report.suggestion = "turn gc on (gc=on): empty regions would be released and the request "
                         "retried; or " + report.suggestion;
   } else if (!facts.expandable && facts.backing_can_expand) {
-    report.suggestion = "try expandable=on: one region that grows in place strands no memory "
-                        "between regions; or " + report.suggestion;
+    report.suggestion = "try expandable=on (the default where the backing can page): pages are "
+                        "mapped only under live data, so holes between blocks strand no memory; "
+                        "or " + report.suggestion;
   }
 }
 

@@ -148,7 +148,15 @@ int RunReplay(const ReplayCommandOptions& command) {
   }
   if (command.json) {
     nlohmann::json devices = nlohmann::json::array();
-    for (const auto& device : result.devices) devices.push_back(DeviceJson(device.metrics, device.ooms));
+    for (const auto& device : result.devices) {
+      nlohmann::json json = DeviceJson(device.metrics, device.ooms);
+      // What the policy cost in backing calls: regions reserved and pages mapped/unmapped.
+      json["region_reserves"] = device.final_stats.region_reserves;
+      json["maps"] = device.final_stats.maps;
+      json["unmaps"] = device.final_stats.unmaps;
+      json["peak_address_space"] = device.final_stats.peak_address_space;
+      devices.push_back(std::move(json));
+    }
     const nlohmann::json out = {{"trace", command.trace},
                                 {"alloc_conf", options.conf.ToString()},
                                 {"events", result.ops_replayed},

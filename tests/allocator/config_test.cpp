@@ -93,8 +93,44 @@ TEST(AllocConf, Defaults) {
   EXPECT_EQ(conf.limit, std::nullopt);
   EXPECT_TRUE(conf.virtual_devices.empty());
   EXPECT_TRUE(conf.gc);
-  EXPECT_FALSE(conf.expandable);
+  EXPECT_EQ(conf.expandable, std::nullopt) << "unset: the default policy";
+  EXPECT_TRUE(conf.Paging()) << "the default pages where the backing can";
+  EXPECT_EQ(conf.unmap, UnmapMode::kLazy);
   EXPECT_FALSE(conf.passthrough);
+}
+
+// The default policy (docs/allocator.md, "The default policy"): paging with lazy unmapping wherever
+// the backing maps pages; the region model with growth where it cannot (cuda) or when a key of the
+// region model is given.
+TEST(AllocConf, DefaultPolicyPagesWhereTheBackingCan) {
+  for (std::string_view backing : {"sim", "host", "vmm"}) {
+    EXPECT_TRUE(ParseAllocConf("backing=" + std::string(backing)).Paging()) << backing;
+  }
+  const AllocConf cuda = ParseAllocConf("backing=cuda");
+  EXPECT_FALSE(cuda.Paging()) << "cudaMalloc cannot map pages: regions with growth";
+  EXPECT_TRUE(cuda.growth);
+  EXPECT_FALSE(ParseAllocConf("backing=async").Paging());
+  EXPECT_FALSE(ParseAllocConf("passthrough=on").Paging());
+  // A key of the region model selects it, as it always did.
+  EXPECT_FALSE(ParseAllocConf("growth=on").Paging());
+  EXPECT_FALSE(ParseAllocConf("growth=off").Paging());
+  EXPECT_FALSE(ParseAllocConf("preallocate=0.5").Paging());
+  EXPECT_TRUE(ParseAllocConf("preallocate=off").Paging()) << "no preallocation is no region key";
+  EXPECT_TRUE(ParseAllocConf("growth=on,expandable=on").Paging()) << "expandable wins when given";
+  EXPECT_TRUE(ParseAllocConf("limit=1GiB,gc=off").Paging());
+}
+
+TEST(AllocConf, UnmapModes) {
+  EXPECT_EQ(ParseAllocConf("unmap=eager").unmap, UnmapMode::kEager);
+  EXPECT_EQ(ParseAllocConf("unmap=LAZY").unmap, UnmapMode::kLazy);
+  EXPECT_EQ(ParseAllocConf("backing=host,expandable=on,unmap=eager").ToString(),
+            "backing=host,device=0,external_use=0,growth=on,preallocate=off,gc=on,expandable=on,"
+            "unmap=eager,passthrough=off");
+  ExpectError("unmap=soon", "unmap", "soon", {"eager", "lazy"});
+  ExpectError("growth=on,unmap=eager", "unmap", "", {"does not page"});
+  ExpectError("backing=cuda,unmap=lazy", "unmap", "", {"does not page"});
+  ExpectError("expandable=on,unmap=eager,preallocate=0.5", "preallocate", "", {"unmap=lazy"});
+  EXPECT_TRUE(ParseAllocConf("expandable=on,unmap=lazy,preallocate=0.5").Paging());
 }
 
 TEST(AllocConf, BlankStringMeansDefaults) {
@@ -105,14 +141,14 @@ TEST(AllocConf, BlankStringMeansDefaults) {
 TEST(AllocConf, KeysInDocumentationOrder) {
   const std::vector<std::string_view> expected = {
       "backing", "capacity",        "device", "external_use", "growth",     "preallocate",
-      "limit",   "virtual_devices", "gc",     "expandable",   "passthrough", "policy"};
+      "limit",   "virtual_devices", "gc",     "expandable",   "unmap", "passthrough", "policy"};
   EXPECT_EQ(AllocConfKeys(), expected);
 }
 
 TEST(AllocConf, DefaultToString) {
   EXPECT_EQ(AllocConf{}.ToString(),
             "backing=sim,device=0,external_use=0,growth=on,preallocate=off,gc=on,"
-            "expandable=off,passthrough=off");
+            "expandable=on,unmap=lazy,passthrough=off");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -206,7 +242,7 @@ TEST(AllocConfSwitches, EveryWordForOnAndOff) {
       const AllocConf conf = ParseAllocConf(std::string(key) + "=" + std::string(on));
       const bool value = key == "growth"       ? conf.growth
                          : key == "gc"         ? conf.gc
-                         : key == "expandable" ? conf.expandable
+                         : key == "expandable" ? conf.Paging()
                                                : conf.passthrough;
       EXPECT_TRUE(value) << key << "=" << on;
     }
@@ -214,7 +250,7 @@ TEST(AllocConfSwitches, EveryWordForOnAndOff) {
       const AllocConf conf = ParseAllocConf(std::string(key) + "=" + std::string(off));
       const bool value = key == "growth"       ? conf.growth
                          : key == "gc"         ? conf.gc
-                         : key == "expandable" ? conf.expandable
+                         : key == "expandable" ? conf.Paging()
                                                : conf.passthrough;
       EXPECT_FALSE(value) << key << "=" << off;
     }
@@ -326,13 +362,13 @@ TEST(AllocConfVirtualDevices, ConflictWithLimit) {
 TEST(AllocConfExpandable, NeedsAnExpandableBacking) {
   for (std::string_view backing : {"sim", "host", "vmm"}) {
     const AllocConf conf = ParseAllocConf("backing=" + std::string(backing) + ",expandable=on");
-    EXPECT_TRUE(conf.expandable) << backing;
+    EXPECT_TRUE(conf.Paging()) << backing;
   }
   for (std::string_view backing : {"cuda", "async"}) {
     ExpectError("backing=" + std::string(backing) + ",expandable=on", "expandable", "",
                 {"sim, host or vmm", backing});
   }
-  EXPECT_FALSE(ParseAllocConf("backing=cuda,expandable=off").expandable);
+  EXPECT_FALSE(ParseAllocConf("backing=cuda,expandable=off").Paging());
 }
 
 TEST(AllocConfPassthrough, AsyncForcesPassthrough) {
@@ -367,7 +403,7 @@ TEST(AllocConfCombinations, ValidExamples) {
   EXPECT_EQ(a.limit, 12 * GiB);
   const AllocConf b = ParseAllocConf("backing=host,expandable=on");
   EXPECT_EQ(b.backing, BackingKind::kHost);
-  EXPECT_TRUE(b.expandable);
+  EXPECT_TRUE(b.Paging());
   const AllocConf c = ParseAllocConf("backing=sim,virtual_devices=2GiB+6GiB");
   EXPECT_EQ(c.virtual_devices.size(), 2u);
   const AllocConf d = ParseAllocConf("backing=vmm,expandable=on,preallocate=0.5,gc=off");
@@ -385,7 +421,7 @@ TEST(AllocConfSyntax, UnknownKeyListsValidKeys) {
   const std::string message = e->what();
   EXPECT_TRUE(Contains(message, "unknown key 'foo' in allocator configuration; valid keys: "
                                 "backing, capacity, device, external_use, growth, preallocate, "
-                                "limit, virtual_devices, gc, expandable, passthrough"))
+                                "limit, virtual_devices, gc, expandable, unmap, passthrough"))
       << message;
   for (std::string_view key : AllocConfKeys()) EXPECT_TRUE(Contains(message, key)) << key;
   EXPECT_FALSE(Contains(message, "did you mean")) << message;
@@ -483,14 +519,14 @@ TEST(AllocConfToString, EveryKeyInOrder) {
   conf.expandable = true;
   EXPECT_EQ(conf.ToString(),
             "backing=host,capacity=16GiB,device=0,external_use=1GiB,growth=off,preallocate=0.5,"
-            "limit=12GiB,gc=on,expandable=on,passthrough=off");
+            "limit=12GiB,gc=on,expandable=on,unmap=lazy,passthrough=off");
 
   AllocConf devices;
   devices.virtual_devices = {2 * GiB, 6 * GiB, 1536 * KiB};
   devices.device = 2;
   EXPECT_EQ(devices.ToString(),
             "backing=sim,device=2,external_use=0,growth=on,preallocate=off,"
-            "virtual_devices=2GiB+6GiB+1536KiB,gc=on,expandable=off,passthrough=off");
+            "virtual_devices=2GiB+6GiB+1536KiB,gc=on,expandable=on,unmap=lazy,passthrough=off");
 
   EXPECT_EQ(ParseAllocConf("backing=async").ToString(),
             "backing=async,device=0,external_use=0,growth=on,preallocate=off,gc=on,"

@@ -5,6 +5,7 @@
 #include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/traces/byte_math.hpp"
+#include "support/capped_backing.hpp"
 #include "support/recording_sink.hpp"
 
 namespace fragscope {
@@ -12,23 +13,7 @@ namespace {
 
 std::unique_ptr<MemorySystem> Make(const char* conf) { return MemorySystem::Create(ParseAllocConf(conf)); }
 
-// A backing adaptor that refuses new memory once `cap` bytes are held: another process that took
-// the rest of the device after the limit was set.
-class CappedBacking : public Backing {
- public:
-  CappedBacking(std::unique_ptr<Backing> upstream, std::uint64_t cap) : upstream_(std::move(upstream)), cap_(cap) {}
-  const BackingInfo& info() const override { return upstream_->info(); }
-  void* Reserve(std::uint64_t bytes, std::uint64_t stream) override {
-    if (upstream_->held() + bytes > cap_) return nullptr;
-    return upstream_->Reserve(bytes, stream);
-  }
-  void Release(void* base, std::uint64_t bytes, std::uint64_t stream) override { upstream_->Release(base, bytes, stream); }
-  std::uint64_t held() const override { return upstream_->held(); }
-
- private:
-  std::unique_ptr<Backing> upstream_;
-  std::uint64_t cap_;
-};
+using testing::CappedBacking;
 
 TEST(Oom, RequestTooLarge) {
   auto system = Make("backing=sim,capacity=1GiB,limit=64MiB");
@@ -127,7 +112,7 @@ TEST(Oom, WithoutGcEmptyRegionsStrandMemoryAndTheReportSaysSo) {
 }
 
 TEST(Oom, BackingRefusesBelowTheLimit) {
-  const AllocConf conf = ParseAllocConf("backing=sim,capacity=1GiB,limit=512MiB");
+  const AllocConf conf = ParseAllocConf("backing=sim,capacity=1GiB,limit=512MiB,growth=on");
   // Another process holds all but 100 MiB of the device.
   auto system = MemorySystem::Create(conf, std::make_unique<CappedBacking>(MakeBacking(conf), 100 * MiB));
   DeviceAllocator& allocator = system->device(0);

@@ -37,9 +37,10 @@ std::vector<PolicyCase> StressCases() {
       {BackingKind::kHost, "backing=host,capacity=16GiB", ",limit=4GiB"},
   };
   const std::vector<testing::Variant> variants = {
+      {"growth", ",growth=on"},
       {"growth_off", ",growth=off"},
       {"preallocate", ",preallocate=0.025"},
-      {"expandable", ",expandable=on", true, true},
+      {"unmap_eager", ",unmap=eager", true, true},
       {"gc_off", ",gc=off"},
       {"virtual_device", ",virtual_devices=4GiB+4GiB", false, false, true},
   };

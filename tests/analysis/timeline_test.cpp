@@ -63,10 +63,38 @@ std::vector<Event> Numbered(std::vector<Event> events) {
 }
 
 // "" when the model's state after `index` is the allocator's snapshot, else the first difference.
+// A paging region as memory: one region per mapped run, holding the live chunks on it and the
+// parts of free chunks that lie on it. The timeline model sees exactly that from map/unmap events.
+std::vector<RegionView> MemoryOf(const RegionView& region) {
+  if (!region.paging) return {region};
+  std::vector<RegionView> out;
+  for (const MappedRange& m : region.mapped) {
+    RegionView& piece = out.emplace_back();
+    piece.address = m.address;
+    piece.size = piece.max_size = m.size;
+    for (const ChunkView& c : region.chunks) {
+      const std::uint64_t from = std::max(c.address, m.address);
+      const std::uint64_t to = std::min(c.address + c.size, m.address + m.size);
+      if (to <= from) continue;
+      ChunkView part = c;
+      if (!c.in_use) {
+        part.address = from;
+        part.size = to - from;
+      }
+      piece.chunks.push_back(part);
+    }
+  }
+  return out;
+}
+
 std::string Diff(const TimelineModel& model, std::uint64_t index, const AllocatorSnapshot& snap) {
   const MemoryState st = model.StateAt(snap.device, index);
+  std::vector<RegionView> memory;
+  for (const RegionView& r : snap.regions) {
+    for (RegionView& piece : MemoryOf(r)) memory.push_back(std::move(piece));
+  }
   std::vector<const RegionView*> regions;
-  for (const RegionView& r : snap.regions) if (r.size > 0) regions.push_back(&r);
+  for (const RegionView& r : memory) if (r.size > 0) regions.push_back(&r);
   if (st.regions.size() != regions.size()) return fmt::format("{} regions, snapshot {}", st.regions.size(), regions.size());
   if (!st.outside_regions.empty()) return "chunks outside regions";
   for (std::size_t k = 0; k < regions.size(); ++k) {

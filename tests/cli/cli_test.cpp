@@ -176,9 +176,11 @@ TEST_F(Cli, CompareHasOneRowPerConfiguration) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto json = nlohmann::json::parse(r.out);
   ASSERT_EQ(json["configurations"].size(), 3u);
-  // The trace's own figures come first, for reference: synth ran growth=on, as the first replay.
-  EXPECT_EQ(json["recorded"]["peak_reserved"], json["configurations"][0]["peak_reserved"]);
+  // The trace's own figures come first, for reference. The sample was recorded under growth=on
+  // before growth took TensorFlow's stop-doubling rule, so only the LOAD is the same.
   EXPECT_EQ(json["recorded"]["peak_load"], json["configurations"][0]["peak_load"]);
+  EXPECT_EQ(json["recorded"]["peak_reserved"], 4261412864u);
+  EXPECT_EQ(json["configurations"][0]["peak_reserved"], 4294967296u) << "growth=on: 2 MiB doubling to 2 GiB";
   for (const auto& row : json["configurations"]) {
     EXPECT_GE(row["overhead"].get<double>(), 1.0);
     EXPECT_EQ(row["peak_load"], json["configurations"][0]["peak_load"]) << "same sequence, same LOAD";
@@ -246,26 +248,32 @@ TEST_F(Cli, ReadsOtherToolsFilesByContent) {
   EXPECT_EQ(json["devices"][0]["ooms"][0]["cause"], "request-too-large");
 }
 
-// The importer issue's target on real PyTorch sequences: with the best policy, overhead at most
-// 1.05 and never above what PyTorch reserved for the same sequence (docs/performance.md).
+// The paging issue's target on real PyTorch sequences: the default policy (no configuration at
+// all) reserves at most 1.03 x the peak LOAD, never more than PyTorch reserved for the same
+// sequence, and never more than the region policies (growth=on is TensorFlow's BFC with growth,
+// growth=off regions of the request's size). docs/performance.md has the table.
 TEST_F(Cli, PolicyBeatsPytorchOnItsOwnSnapshots) {
   const fs::path torch = fs::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data" / "torch";
   if (!fs::exists(torch)) GTEST_SKIP() << torch << " is absent: no PyTorch snapshots";
-  const std::vector<std::pair<std::string, std::string>> best = {
-      {"pt_cs336_lm_ctx128_forward.pickle", "expandable=on"},
-      {"pt_eor_cnn_counterfactuals.pickle", "limit=108MiB,growth=on,gc=on"},
-      {"pt_linear_grad_tiny.pickle", "growth=off"},
-  };
-  for (const auto& [file, conf] : best) {
+  for (const char* file : {"pt_cs336_lm_ctx128_forward.pickle", "pt_eor_cnn_counterfactuals.pickle",
+                           "pt_linear_grad_tiny.pickle"}) {
     SCOPED_TRACE(file);
-    const Result r = Run({"compare", (torch / file).string(), "--alloc-conf", conf, "--alloc-conf", "growth=on", "--json"});
+    const Result r = Run({"compare", (torch / file).string(), "--alloc-conf", " ", "--alloc-conf", "growth=on",
+                          "--alloc-conf", "growth=off", "--json"});
     ASSERT_EQ(r.code, 0) << r.err;
     const auto json = nlohmann::json::parse(r.out);
     const auto& ours = json["configurations"][0];
+    EXPECT_NE(ours["alloc_conf"].get<std::string>().find("expandable=on,unmap=lazy"), std::string::npos);
     EXPECT_EQ(ours["ooms"], 0);
-    EXPECT_LE(ours["overhead"].get<double>(), 1.05);
+    EXPECT_LE(ours["overhead"].get<double>(), 1.03);
     EXPECT_LE(ours["peak_reserved"].get<std::uint64_t>(), json["recorded"]["peak_reserved"].get<std::uint64_t>());
+    for (std::size_t other = 1; other < 3; ++other) {
+      EXPECT_LE(ours["peak_reserved"].get<std::uint64_t>(),
+                json["configurations"][other]["peak_reserved"].get<std::uint64_t>())
+          << json["configurations"][other]["alloc_conf"];
+    }
     if (json.contains("before_recording")) {  // the recorded window alone, both sides alike
+      EXPECT_LE(ours["overhead_like_for_like"].get<double>(), 1.03);
       EXPECT_LE(ours["overhead_like_for_like"].get<double>(), json["recorded"]["overhead_like_for_like"].get<double>());
     }
   }
@@ -362,7 +370,8 @@ TEST_F(Cli, CompareWithOneConfigurationComparesAgainstTheRecordedRun) {
   r = Run({"compare", Sample("synth-small.fst"), "--alloc-conf", "   ", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["configurations"][0]["alloc_conf"],
-            "backing=sim,device=0,external_use=0,growth=on,preallocate=off,gc=on,expandable=off,passthrough=off");
+            "backing=sim,device=0,external_use=0,growth=on,preallocate=off,gc=on,expandable=on,unmap=lazy,"
+            "passthrough=off");
 }
 
 // Issue 13: a headless view drew a bad --alloc-conf into its PNG and exited 0; it is bad input.

@@ -103,7 +103,7 @@ TEST(TrainCli, ScenarioExits1WithReportAndCompleteTrace) {
 
   const Result text = RunTrain("--scenario leak --backend sim");
   EXPECT_EQ(text.code, 1);
-  EXPECT_NE(text.out.find("out of memory at step 11"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("out of memory at step 17"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("leak: memory live between steps grew"), std::string::npos) << text.out;
 }
 

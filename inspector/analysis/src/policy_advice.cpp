@@ -31,7 +31,7 @@ CheckedAdvice CheckPolicyAdvice(const AllocationSequence& sequence, const AllocC
                                 bool backing_can_expand, std::uint64_t ooms_as_recorded) {
   CheckedAdvice advice;
   advice.ooms_as_recorded = ooms_as_recorded;
-  advice.facts = PolicyFacts{conf.gc, conf.expandable, backing_can_expand && !conf.passthrough};
+  advice.facts = PolicyFacts{conf.gc, conf.Paging(), backing_can_expand && !conf.passthrough};
   std::vector<std::string> dropped;
   if (!conf.gc) {
     AllocConf with = conf;
@@ -44,7 +44,7 @@ CheckedAdvice CheckPolicyAdvice(const AllocationSequence& sequence, const AllocC
       if (ooms) dropped.push_back(fmt::format("gc=on meets {}", *ooms));
     }
   }
-  if (!conf.expandable && advice.facts.backing_can_expand) {
+  if (!conf.Paging() && advice.facts.backing_can_expand) {
     AllocConf with = conf;
     with.expandable = true;
     const auto ooms = CountOoms(sequence, with);

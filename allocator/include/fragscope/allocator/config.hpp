@@ -16,6 +16,14 @@
 
 namespace fragscope {
 
+// When a paging region unmaps the whole pages that no live chunk touches any more.
+//   lazy   (default) when the memory is needed elsewhere: before new pages are mapped, free pages
+//          are recycled, so reserved never grows while free pages are mapped; all of them before
+//          an OOM and on gc/empty_cache. Same peak as eager, a fraction of the calls.
+//   eager  as soon as a free leaves them untouched: reserved follows the live set page by page
+enum class UnmapMode : std::uint8_t { kLazy, kEager };
+std::string_view ToString(UnmapMode mode);
+
 struct AllocConf {
   BackingKind backing = BackingKind::kSim;
   std::optional<std::uint64_t> capacity;   // device size; default: sim 80 GiB, host RAM, GPU total
@@ -26,13 +34,24 @@ struct AllocConf {
   std::optional<std::uint64_t> limit;      // most the allocator may reserve; default: capacity - external_use
   std::vector<std::uint64_t> virtual_devices;  // one limit per logical device; empty = one device
   bool gc = true;                          // on failure release empty regions and retry
-  bool expandable = false;                 // one region that grows in place (sim, host, vmm)
+  // Paging (address space apart from mapped pages: sim, host, vmm). Unset: the default, paging
+  // wherever the backing can page (see Paging()); giving growth or preallocate sets it off.
+  std::optional<bool> expandable;
+  UnmapMode unmap = UnmapMode::kLazy;      // paging: when whole free pages are unmapped
   bool passthrough = false;                // one backing call per request, no caching
   std::string policy;                      // a registered policy (policy.hpp); empty: by passthrough
 
+  // Whether this configuration pages: expandable when given, else wherever the backing can page
+  // (sim, host, vmm) and the policy caches.
+  bool Paging() const {
+    return expandable.value_or(TraitsOf(backing).grows_in_place && !passthrough);
+  }
+
   // Canonical form: every key, in documentation order, that ParseAllocConf reads back equal.
+  // expandable is always written as resolved (Paging()), unmap only when the configuration pages.
   std::string ToString() const;
-  bool operator==(const AllocConf&) const = default;
+  // Equal when they configure the same allocator: expandable compares as resolved (Paging()).
+  bool operator==(const AllocConf& other) const;
 };
 
 // The keys ParseAllocConf accepts, in documentation order.

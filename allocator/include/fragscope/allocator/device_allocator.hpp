@@ -41,10 +41,17 @@ struct ChunkView {
   bool in_use = false;
 };
 
+struct MappedRange {
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+};
+
 struct RegionView {
   std::uint64_t address = 0;
-  std::uint64_t size = 0;         // reserved (mapped) bytes; chunks tile exactly this
-  std::uint64_t max_size = 0;     // address space held (expandable); == size otherwise
+  std::uint64_t size = 0;         // bytes the chunks tile: the whole range, also when paging
+  std::uint64_t max_size = 0;     // address space held (== size)
+  bool paging = false;            // memory is only the `mapped` pages (expandable=on)
+  std::vector<MappedRange> mapped;  // paging: the mapped pages, by address; empty otherwise
   std::vector<ChunkView> chunks;  // by address
 };
 
