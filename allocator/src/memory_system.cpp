@@ -5,10 +5,12 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/policy.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/log.hpp"
 #include "fragscope/traces/byte_math.hpp"
 
 namespace fragscope {
@@ -52,6 +54,12 @@ std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf,
   }
 
   const Policy& policy = PolicyOf(conf);
+  if (!conf.expandable.has_value() && !conf.Paging() && !conf.passthrough && conf.policy.empty()) {
+    // The default policy pages; say so when this backing cannot and what runs instead.
+    fragscope::Log().info("default policy: the {} backing cannot map pages, so regions with "
+                          "growth (TensorFlow's BFC rule) run instead of paging",
+                          ToString(info.kind));
+  }
   for (std::size_t i = 0; i < limits.size(); ++i) {
     std::uint64_t preallocate_bytes = 0;
     if (conf.preallocate > 0) {

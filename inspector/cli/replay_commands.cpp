@@ -1,7 +1,9 @@
 // The commands that run a trace's allocation sequence through fragscope's allocator:
-//   fragscope replay    TRACE --alloc-conf STR [--capacity SIZE] [--out TRACE] [--continue] [--json]
-//   fragscope compare   TRACE --alloc-conf A [--alloc-conf B ...] [--capacity SIZE] [--json]
-//   fragscope min-limit TRACE --alloc-conf STR [--capacity SIZE] [--json]
+//   fragscope replay    TRACE [--alloc-conf STR] [--capacity SIZE] [--out TRACE] [--continue] [--json]
+//   fragscope compare   TRACE [--alloc-conf A ...] [--capacity SIZE] [--json]
+//   fragscope min-limit TRACE [--alloc-conf STR] [--capacity SIZE] [--json]
+#include <cstdlib>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -69,9 +71,13 @@ analysis::AllocationSequence LoadSequence(const SequenceOptions& options) {
 
 analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::string& conf_text) {
   analysis::ReplayOptions options;
+  // No --alloc-conf: FRAGSCOPE_ALLOC_CONF, else the default policy (ResolveAllocConf names the
+  // environment variable in its own errors).
+  std::string source;
   try {
-    options.conf = ParseAllocConf(conf_text);
+    options.conf = ResolveAllocConf(conf_text, &source);
   } catch (const ConfigError& error) {
+    if (source != "--alloc-conf") throw;
     throw ConfigError(error.key(), fmt::format("--alloc-conf: {}", error.what()));  // name the flag
   }
   if (!common.capacity.empty()) {
@@ -243,7 +249,10 @@ int RunCompare(const CompareOptions& command) {
     }
     table.push_back(row);
   }
-  for (const std::string& text : command.confs) {
+  // None given: the default policy and the region policies it replaced, for reference.
+  const std::vector<std::string> confs =
+      command.confs.empty() ? std::vector<std::string>{"", "growth=on", "growth=off"} : command.confs;
+  for (const std::string& text : confs) {
     analysis::ReplayOptions options = MakeOptions(command, text);
     options.continue_past_oom = true;  // count every OOM a policy meets
     ProgressBar bar(fmt::format("replaying {}", text), sequence.ops.size());
@@ -251,7 +260,10 @@ int RunCompare(const CompareOptions& command) {
     const analysis::ReplayResult result = analysis::Replay(sequence, options);
     Row row;
     row.conf = options.conf.ToString();
-    row.display = text;
+    // A blank configuration is the default (or FRAGSCOPE_ALLOC_CONF): say which.
+    const bool blank = text.find_first_not_of(" \t") == std::string::npos;
+    row.display = !blank ? text : std::getenv(kAllocConfEnv) != nullptr ? std::string("$") + kAllocConfEnv
+                                                                        : std::string("default policy");
     row.seconds = result.seconds;
     for (const auto& device : result.devices) row.Add(device.metrics);
     table.push_back(row);
@@ -355,7 +367,9 @@ Command AddReplay(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("replay", "Run a trace's allocations under another allocator "
                                                "configuration on a simulated device");
   AddCommon(sub, options.get());
-  sub->add_option("--alloc-conf", options->conf, "allocator configuration, e.g. growth=off,limit=6GiB")->required();
+  sub->add_option("--alloc-conf", options->conf,
+                  "allocator configuration, e.g. growth=off,limit=6GiB (default: FRAGSCOPE_ALLOC_CONF, "
+                  "else the default policy)");
   sub->add_option("--out", options->out, "write the replay as a new trace");
   sub->add_flag("--continue", options->continue_past_oom, "go on past OOMs (default: stop at the first)");
   sub->add_flag("!--no-min-limit", options->min_limit,
@@ -369,9 +383,9 @@ Command AddCompare(CLI::App& app) {
                                                 "table row each");
   AddCommon(sub, options.get());
   sub->add_option("--alloc-conf", options->confs,
-                  "a configuration, one row each (one or more: the first row is always the trace as "
-                  "recorded, so one configuration compares against what the trace reserved)")
-      ->required()
+                  "a configuration, one row each (the first row is always the trace as recorded, so "
+                  "one configuration compares against what the trace reserved; none: the default "
+                  "policy, growth=on and growth=off)")
       ->take_all();
   return {sub, [options] { return RunCompare(*options); }};
 }
@@ -381,7 +395,8 @@ Command AddMinLimit(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("min-limit", "The smallest limit (to 1 MiB) at which a "
                                                   "configuration runs the trace without OOM");
   AddCommon(sub, options.get());
-  sub->add_option("--alloc-conf", options->conf, "allocator configuration")->required();
+  sub->add_option("--alloc-conf", options->conf,
+                  "allocator configuration (default: FRAGSCOPE_ALLOC_CONF, else the default policy)");
   return {sub, [options] { return RunMinLimit(*options); }};
 }
 
