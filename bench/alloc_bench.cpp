@@ -75,7 +75,9 @@ constexpr SizeRange kShared{256, 256 * KiB};
 // fragscope on the sim backing: address space only. 16 TiB holds the wide live set (about 500 GiB
 // at 100,000 chunks) many times over, whatever the fragmentation; defaults otherwise (growth on, gc
 // on).
+// The default policy (paging, unmap=lazy) and the region model it replaced, on the same sequence.
 constexpr const char* kFragscopeConf = "backing=sim,capacity=16TiB,limit=16TiB";
+constexpr const char* kRegionsConf = "backing=sim,capacity=16TiB,limit=16TiB,growth=on";
 
 struct Workload {
   std::vector<std::uint64_t> initial;  // the live set: one size per slot
@@ -157,10 +159,10 @@ double ResidentMiB() {
   return static_cast<double>(resident) * 4096.0 / static_cast<double>(MiB);
 }
 
-void BM_Fragscope(benchmark::State& state, SizeRange range) {
+void BM_Fragscope(benchmark::State& state, SizeRange range, const char* conf) {
   const auto live = static_cast<std::size_t>(state.range(0));
   const Workload& w = GetWorkload(range, live);
-  auto system = fragscope::MemorySystem::Create(fragscope::ParseAllocConf(kFragscopeConf));
+  auto system = fragscope::MemorySystem::Create(fragscope::ParseAllocConf(conf));
   fragscope::DeviceAllocator& alloc = system->device(0);
   const fragscope::AllocOptions options{};
 
@@ -246,14 +248,15 @@ void BM_Glibc(benchmark::State& state, SizeRange range) {
 
 void Register() {
   constexpr std::array<std::int64_t, 3> kLive{100, 10'000, 100'000};
-  auto add = [&](const std::string& name, void (*fn)(benchmark::State&, SizeRange),
-                 SizeRange range) {
-    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn, range);
+  auto add = [&](const std::string& name, auto fn, SizeRange range, auto... extra) {
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn, range, extra...);
     b->ArgName("live");
     for (std::int64_t n : kLive) b->Arg(n);
   };
-  add("fragscope/wide_256B-64MiB", BM_Fragscope, kWide);
-  add("fragscope/shared_256B-256KiB", BM_Fragscope, kShared);
+  add("fragscope/wide_256B-64MiB", BM_Fragscope, kWide, kFragscopeConf);
+  add("fragscope/shared_256B-256KiB", BM_Fragscope, kShared, kFragscopeConf);
+  add("fragscope_regions/wide_256B-64MiB", BM_Fragscope, kWide, kRegionsConf);
+  add("fragscope_regions/shared_256B-256KiB", BM_Fragscope, kShared, kRegionsConf);
   add("glibc/shared_256B-256KiB", BM_Glibc, kShared);
 }
 
@@ -271,6 +274,7 @@ int main(int argc, char** argv) {
   }
   benchmark::AddCustomContext("glibc_malloc", "M_MMAP_MAX=0, M_TRIM_THRESHOLD=max");
   benchmark::AddCustomContext("fragscope_conf", kFragscopeConf);
+  benchmark::AddCustomContext("fragscope_regions_conf", kRegionsConf);
   benchmark::AddCustomContext("ops_sequence", "2^20 (index, size) pairs, pre-generated, cycled");
 
   Register();
