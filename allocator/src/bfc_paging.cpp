@@ -125,9 +125,15 @@ bool BfcAllocator::MapPages(std::uint64_t address, std::uint64_t bytes, bool* ba
   const std::uint64_t page = pages_.page_bytes();
   const std::uint64_t missing = (end - first) - pages_.CountSet(first, end);
   if (missing == 0) return true;
-  // unmap=lazy: free pages kept mapped elsewhere are recycled before reserved grows, so reserved
-  // peaks where the pages live chunks touch peak, as with unmap=eager, at a fraction of the calls.
-  if (!unmap_eager_) RecyclePages(missing, first, end);
+  // unmap=lazy: free pages kept mapped elsewhere are recycled before reserved would pass its peak,
+  // so reserved peaks where the pages live chunks touch peak, as with unmap=eager, at a fraction
+  // of the calls (below the peak, new pages are simply mapped and cached ones kept for reuse).
+  if (!unmap_eager_) {
+    const std::uint64_t after = stats_.reserved + missing * page;
+    if (after > stats_.peak_reserved) {
+      RecyclePages(std::min(missing, (after - stats_.peak_reserved + page - 1) / page), first, end);
+    }
+  }
   if (missing > stats_.headroom() / page) return false;
   void* base = reinterpret_cast<void*>(expandable_region_->base);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
