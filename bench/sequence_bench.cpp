@@ -38,6 +38,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "vector_sink.hpp"
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
 #include "fragscope/allocator/memory_system.hpp"
@@ -193,16 +194,7 @@ void LoadTorchSnapshots(const fs::path& shared) {
   }
 }
 
-// Collects a synth run's events in memory (as training_bench does).
-class VectorSink final : public fragscope::traces::EventSink {
- public:
-  void Record(fragscope::traces::Event& event) override {
-    event.seq = events.size();
-    events.push_back(event);
-  }
-  fragscope::traces::TagId Intern(std::string_view) override { return fragscope::traces::kNoTag; }
-  std::vector<fragscope::traces::Event> events;
-};
+using fragscope::bench::VectorSink;
 
 void LoadSynth() {
   fragscope::analysis::SynthOptions options;

@@ -14,22 +14,14 @@
 
 #include <benchmark/benchmark.h>
 
+#include "vector_sink.hpp"
 #include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/analysis/allocation_sequence.hpp"
 #include "fragscope/analysis/synth.hpp"
 
 namespace {
 
-// Collects a synth run's events in memory.
-class VectorSink final : public fragscope::traces::EventSink {
- public:
-  void Record(fragscope::traces::Event& event) override {
-    event.seq = events.size();
-    events.push_back(event);
-  }
-  fragscope::traces::TagId Intern(std::string_view) override { return fragscope::traces::kNoTag; }
-  std::vector<fragscope::traces::Event> events;
-};
+using fragscope::bench::VectorSink;
 
 const fragscope::analysis::AllocationSequence& Sequence() {
   static const fragscope::analysis::AllocationSequence sequence = [] {
