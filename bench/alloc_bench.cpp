@@ -41,6 +41,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "glibc_heap_only.hpp"
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
 #include "fragscope/allocator/memory_system.hpp"
@@ -263,24 +264,10 @@ void Register() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // glibc's heap-only path: no mmap for large requests and no trimming of the top of the heap, set
-  // before any benchmark runs.
-  const bool mmap_off = mallopt(M_MMAP_MAX, 0) == 1;
-  const bool trim_off = mallopt(M_TRIM_THRESHOLD, -1) == 1;  // (size_t)-1: never trim
-  if (!mmap_off || !trim_off) {
-    std::fprintf(stderr, "alloc_bench: mallopt failed (mmap off: %d, trim off: %d)\n", mmap_off,
-                 trim_off);
-    return 1;
-  }
-  benchmark::AddCustomContext("glibc_malloc", "M_MMAP_MAX=0, M_TRIM_THRESHOLD=max");
+  if (!fragscope::bench::GlibcHeapOnly("alloc_bench")) return 1;
   benchmark::AddCustomContext("fragscope_conf", kFragscopeConf);
   benchmark::AddCustomContext("fragscope_regions_conf", kRegionsConf);
   benchmark::AddCustomContext("ops_sequence", "2^20 (index, size) pairs, pre-generated, cycled");
-
   Register();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return fragscope::bench::RunBenchmarks(argc, argv);
 }

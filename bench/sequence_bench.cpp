@@ -39,6 +39,7 @@
 #include <benchmark/benchmark.h>
 
 #include "vector_sink.hpp"
+#include "glibc_heap_only.hpp"
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
 #include "fragscope/allocator/memory_system.hpp"
@@ -346,25 +347,13 @@ std::string SharedDataDir(int& argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // glibc's heap-only path (as alloc_bench): no mmap for large requests and no trimming of the top
-  // of the heap, set before anything allocates; after the warm-up pass glibc makes no system call.
-  const bool mmap_off = mallopt(M_MMAP_MAX, 0) == 1;
-  const bool trim_off = mallopt(M_TRIM_THRESHOLD, -1) == 1;  // (size_t)-1: never trim
-  if (!mmap_off || !trim_off) {
-    std::fprintf(stderr, "sequence_bench: mallopt failed (mmap off: %d, trim off: %d)\n", mmap_off, trim_off);
-    return 1;
-  }
+  if (!fragscope::bench::GlibcHeapOnly("sequence_bench")) return 1;
   const std::string shared = SharedDataDir(argc, argv);
   LoadTorchSnapshots(shared);
   LoadSynth();
-  benchmark::AddCustomContext("glibc_malloc", "M_MMAP_MAX=0, M_TRIM_THRESHOLD=max");
   benchmark::AddCustomContext("shared_data", shared);
   for (const Conf& conf : kConfs) benchmark::AddCustomContext(std::string("conf_") + conf.label, conf.text);
 
   Register();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return fragscope::bench::RunBenchmarks(argc, argv);
 }

@@ -35,18 +35,7 @@ void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t req
 
   bins_.Erase(chunk);
   if (chunk->size - rounded >= kMinSplitRemainder) {
-    Chunk* rest = pool_.Take();
-    rest->address = chunk->address + rounded;
-    rest->size = chunk->size - rounded;
-    rest->region = chunk->region;
-    rest->prev = chunk;
-    rest->next = chunk->next;
-    if (chunk->next != nullptr) chunk->next->prev = rest;
-    else chunk->region->last = rest;
-    chunk->next = rest;
-    chunk->size = rounded;
-    bins_.Insert(rest);
-    ++chunk_count_;
+    bins_.Insert(SplitOff(chunk, rounded));
     // Refill again only when the next Carve asks: the pool never runs dry inside one.
   }
 

@@ -71,6 +71,23 @@ class BfcAllocator final : public DeviceAllocator {
               const AllocOptions& options);
   void RefillForCarve();
   Chunk* MergeAndBin(Chunk* chunk);
+  // Cuts `chunk` after its first `front_bytes`: the back becomes a new chunk record, linked after
+  // it in the region, and is returned. Binning is the caller's (the chunk must not be binned while
+  // its size changes). Precondition: the pool is not empty; 0 < front_bytes < chunk->size.
+  [[gnu::always_inline]] Chunk* SplitOff(Chunk* chunk, std::uint64_t front_bytes) {
+    Chunk* back = pool_.Take();
+    back->address = chunk->address + front_bytes;
+    back->size = chunk->size - front_bytes;
+    back->region = chunk->region;
+    back->prev = chunk;
+    back->next = chunk->next;
+    if (chunk->next != nullptr) chunk->next->prev = back;
+    else chunk->region->last = back;
+    chunk->next = back;
+    chunk->size = front_bytes;
+    ++chunk_count_;
+    return back;
+  }
   void ReleaseChunkRecord(Chunk* chunk);
 
   // --- slow path (bfc_slow_path.cpp) ---

@@ -257,19 +257,9 @@ Placement FewestNewPages(const BestFitBins& bins, const PageMap& pages, std::uin
 Chunk* BfcAllocator::SplitAt(Chunk* chunk, std::uint64_t address) {
   if (pool_.Empty()) pool_.Refill();
   bins_.Erase(chunk);
-  Chunk* piece = pool_.Take();
-  piece->address = address;
-  piece->size = chunk->end() - address;
-  piece->region = chunk->region;
-  piece->prev = chunk;
-  piece->next = chunk->next;
-  if (chunk->next != nullptr) chunk->next->prev = piece;
-  else chunk->region->last = piece;
-  chunk->next = piece;
-  chunk->size = address - chunk->address;
+  Chunk* piece = SplitOff(chunk, address - chunk->address);
   bins_.Insert(chunk);
   bins_.Insert(piece);
-  ++chunk_count_;
   return piece;
 }
 
