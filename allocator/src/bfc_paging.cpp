@@ -42,15 +42,21 @@ void BfcAllocator::InitPaging() {
                                                 "(sim, host or vmm), not {}",
                                                 ToString(backing_.info().kind)));
   }
-  const std::uint64_t page = expandable_backing_->map_granularity();
-  if (page < kRoundingUnit || !std::has_single_bit(page)) {
+  const std::uint64_t granularity = expandable_backing_->map_granularity();
+  if (granularity < kRoundingUnit || !std::has_single_bit(granularity)) {
     throw BackingError(fmt::format("device {}: the {} backing maps pages of {} bytes; paging needs "
                                    "a power of two of at least 256",
-                                   options_.device, ToString(backing_.info().kind), page));
+                                   options_.device, ToString(backing_.info().kind), granularity));
   }
   // Address space is cheap (a 320 GiB range of a 80 GiB device costs a 20 KiB page map here and
   // nothing on the device), so ask for kPagingRangeFactor x the limit and settle for less only
-  // where the backing has less to give.
+  // where the backing has less to give. The page is the backing's granularity unless the range
+  // would need more than kMaxTrackedPages of them.
+  const std::uint64_t range_wanted = std::min<std::uint64_t>(
+      traces::CheckedMul(options_.limit, kPagingRangeFactor).value_or(kMaxRequestBytes),
+      kMaxRequestBytes);
+  const std::uint64_t page = std::max(
+      granularity, std::bit_ceil((range_wanted + kMaxTrackedPages - 1) / kMaxTrackedPages));
   const std::uint64_t limit_pages = (options_.limit + page - 1) / page * page;
   void* base = nullptr;
   std::uint64_t range = 0;

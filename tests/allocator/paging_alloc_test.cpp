@@ -202,5 +202,34 @@ TEST(Paging, HostResidentMemoryFallsWhenPagesAreUnmapped) {
   }
 }
 
+// The page map never grows with an arbitrary limit (a 4 EiB sim device once asked for a 256 GiB
+// bitmap): pages stay 2 MiB up to a 2 TiB limit, and past that grow so that the range holds at
+// most 2^22 of them.
+TEST(Paging, PagesGrowPastATwoTebibyteLimitSoThePageMapStaysSmall) {
+  struct Case {
+    const char* conf;
+    std::uint64_t page;
+    std::uint64_t address_space;
+  };
+  const std::uint64_t TiB = 1024 * GiB;
+  for (const Case& c : {Case{"backing=sim,capacity=80GiB,limit=80GiB", 2 * MiB, 320 * GiB},
+                        Case{"backing=sim,capacity=2TiB,limit=2TiB", 2 * MiB, 8 * TiB},
+                        Case{"backing=sim,capacity=4TiB,limit=4TiB", 4 * MiB, 16 * TiB},
+                        Case{"backing=sim,capacity=4EiB,limit=4EiB", std::uint64_t{1} << 40,
+                             std::uint64_t{1} << 62}}) {
+    SCOPED_TRACE(c.conf);
+    auto system = Make(c.conf);
+    DeviceAllocator& allocator = system->device(0);
+    void* p = allocator.Allocate(256);
+    allocator.CheckInvariants();
+    const AllocatorStats s = allocator.Stats();
+    EXPECT_EQ(s.reserved, c.page) << "one page mapped under the first chunk";
+    EXPECT_EQ(s.address_space, c.address_space);
+    EXPECT_LE(s.address_space / c.page, std::uint64_t{1} << 22);
+    allocator.Free(p);
+    allocator.CheckInvariants();
+  }
+}
+
 }  // namespace
 }  // namespace fragscope
