@@ -17,6 +17,7 @@
 #include "page_map.hpp"
 #include "fragscope/allocator/backing.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
+#include "fragscope/allocator/paging.hpp"
 #include "pointer_table.hpp"
 #include "spin_lock.hpp"
 
@@ -32,13 +33,6 @@ struct BfcOptions {
   bool unmap_eager = false;             // paging: unmap whole free pages at once, not under pressure
 };
 
-// The address range of a paging region is this many times the limit: address space costs nothing,
-// and best fit over it then never runs out on real sequences (docs/allocator.md, "Paging").
-inline constexpr std::uint64_t kPagingRangeFactor = 4;
-// The page map holds at most this many pages (a 512 KiB bitmap). Pages are the backing's map
-// granularity (2 MiB) up to a 2 TiB limit; past that (sim devices only, in practice) pages grow
-// by powers of two so that the map never grows with an arbitrary limit.
-inline constexpr std::uint64_t kMaxTrackedPages = std::uint64_t{1} << 22;
 
 inline constexpr std::uint64_t kFirstRegionBytes = 2 * 1024 * 1024;
 inline constexpr std::uint64_t kRegionRoundingBytes = 2 * 1024 * 1024;  // growth=off region sizes

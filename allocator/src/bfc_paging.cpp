@@ -52,11 +52,7 @@ void BfcAllocator::InitPaging() {
   // nothing on the device), so ask for kPagingRangeFactor x the limit and settle for less only
   // where the backing has less to give. The page is the backing's granularity unless the range
   // would need more than kMaxTrackedPages of them.
-  const std::uint64_t range_wanted = std::min<std::uint64_t>(
-      traces::CheckedMul(options_.limit, kPagingRangeFactor).value_or(kMaxRequestBytes),
-      kMaxRequestBytes);
-  const std::uint64_t page = std::max(
-      granularity, std::bit_ceil((range_wanted + kMaxTrackedPages - 1) / kMaxTrackedPages));
+  const std::uint64_t page = PagingPageBytes(granularity, options_.limit);
   const std::uint64_t limit_pages = (options_.limit + page - 1) / page * page;
   void* base = nullptr;
   std::uint64_t range = 0;

@@ -244,5 +244,70 @@ TEST_P(RecordedPaging, HasTheAllocatorsReservedBytesAtEveryStep) {
 
 INSTANTIATE_TEST_SUITE_P(Unmap, RecordedPaging, ::testing::Values("eager", "lazy"));
 
+// A recorded paging OOM reads as the allocator said it: `fragscope report` rebuilds the page facts
+// (stranded bytes in partly used pages, new pages needed, an exhausted address space) from the
+// trace's state at the oom event. Every OOM of a random run, both unmap modes, two limits.
+class RecordedPagingOoms : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RecordedPagingOoms, AreExplainedInPagesAsTheAllocatorExplainedThem) {
+  for (const char* limit : {"24MiB", "96MiB"}) {
+    SCOPED_TRACE(limit);
+    const std::string path = (std::filesystem::path(::testing::TempDir()) /
+                              ("paging_oom_" + std::to_string(::getpid()) + ".fst")).string();
+    auto system = MemorySystem::Create(ParseAllocConf(
+        std::string("backing=sim,capacity=1GiB,limit=") + limit + ",unmap=" + GetParam()));
+    std::vector<OomReport> reports;
+    {
+      traces::TraceWriter writer(path, system->MakeTraceHeader("paging_test"));
+      CountingWriter sink(writer);
+      system->SetSink(&sink);
+      DeviceAllocator& a = system->device(0);
+      std::mt19937_64 rng(20261124);
+      std::vector<void*> live;
+      for (int op = 0; op < 4000; ++op) {
+        const std::uint64_t r = rng() % 100;
+        if (!live.empty() && r < 40) {
+          const std::size_t i = rng() % live.size();
+          a.Free(live[i]);
+          live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          // Small and odd sizes share pages with large ones: what strands memory under paging.
+          const std::uint64_t bytes = r < 75 ? 256 + rng() % (3 * kMiB / 2) : kMiB + rng() % (12 * kMiB);
+          OomReport report;
+          if (void* p = a.TryAllocate(bytes, {}, &report)) live.push_back(p);
+          else reports.push_back(report);
+        }
+      }
+      for (void* p : live) a.Free(p);
+      system->SetSink(nullptr);
+      writer.Close();
+    }
+    const traces::Trace trace = traces::ReadTrace(path);
+    std::filesystem::remove(path);
+    const auto model = Build(trace.events, 64, trace.header);
+    const std::vector<OomDiagnosis> ooms = model->Ooms(0);
+    ASSERT_EQ(ooms.size(), reports.size());
+    std::size_t paged = 0;
+    for (std::size_t i = 0; i < ooms.size(); ++i) {
+      const OomReport& live = reports[i];
+      const OomReport& recorded = ooms[i].report;
+      ASSERT_EQ(recorded.cause(), live.cause()) << "OOM " << i;
+      EXPECT_EQ(recorded.explanation, live.explanation) << "OOM " << i;
+      EXPECT_EQ(recorded.suggestion, live.suggestion) << "OOM " << i;
+      if (live.cause() != OomCause::kFragmentation) continue;
+      ++paged;
+      ASSERT_TRUE(recorded.pages.on()) << "OOM " << i;
+      EXPECT_EQ(recorded.pages.page_bytes, live.pages.page_bytes) << "OOM " << i;
+      EXPECT_EQ(recorded.pages.stranded_bytes, live.pages.stranded_bytes) << "OOM " << i;
+      EXPECT_EQ(recorded.pages.partly_used_pages, live.pages.partly_used_pages) << "OOM " << i;
+      EXPECT_EQ(recorded.pages.new_pages_needed, live.pages.new_pages_needed) << "OOM " << i;
+      EXPECT_EQ(recorded.pages.address_space_exhausted, live.pages.address_space_exhausted) << "OOM " << i;
+    }
+    EXPECT_GE(paged, 3u) << "the run must meet fragmentation OOMs to test anything";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Unmap, RecordedPagingOoms, ::testing::Values("eager", "lazy"));
+
 }  // namespace
 }  // namespace fragscope::analysis

@@ -13,6 +13,7 @@
 
 #include "fragscope/traces/byte_math.hpp"
 
+#include "recorded_pages.hpp"
 #include "timeline_impl.hpp"
 
 namespace fragscope::analysis {
@@ -110,13 +111,26 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
   std::vector<OomDiagnosis> out;
   const DeviceData* d = impl_->Find(device);
   if (d == nullptr) return out;
-  for (std::uint64_t index : d->oom_events) {
+  const bool fragscope_trace = impl_->header.source_format == "fragscope";
+  for (std::size_t i = 0; i < d->oom_events.size(); ++i) {
+    const std::uint64_t index = d->oom_events[i];
     const traces::Event e = impl_->store.Get(index);
     OomDiagnosis& diagnosis = out.emplace_back();
     diagnosis.seq = e.seq;
     diagnosis.event_index = index;
     const traces::OomCause recorded = e.oom.cause;
-    diagnosis.report = DiagnoseOom(device, e.oom, recorded == traces::OomCause::kBacking);
+    const MemoryState state = timeline_detail::StateAt(*impl_, device, index);
+    const std::uint64_t want = e.oom.rounded != 0 ? e.oom.rounded : e.oom.request;
+    // A paging allocator's fragmentation is memory stranded in partly used pages: say it in pages,
+    // as the allocator did when it failed.
+    std::optional<PageFacts> pages;
+    if (recorded == traces::OomCause::kFragmentation && i < d->oom_spaces.size()) {
+      pages = PageFactsAt(state, d->oom_spaces[i],
+                          RecordedPageBytes(d->map_gcd, fragscope_trace, e.oom.Has(traces::kOomLimit) ? e.oom.limit : 0),
+                          want);
+    }
+    diagnosis.report = DiagnoseOom(device, e.oom, recorded == traces::OomCause::kBacking,
+                                   pages ? &*pages : nullptr);
     if (recorded == traces::OomCause::kUnknown) {
       // Evidence that lacks what would decide (no limit, no free space): say so, never guess.
       diagnosis.report.numbers.cause = recorded;
@@ -134,12 +148,10 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
     diagnosis.report.stream = e.stream;
     diagnosis.report.tag = e.tag;
 
-    const MemoryState state = timeline_detail::StateAt(*impl_, device, index);
     std::vector<Hole> holes;
     for (const RegionState& region : state.regions) {
       holes.insert(holes.end(), region.holes.begin(), region.holes.end());
     }
-    const std::uint64_t want = e.oom.rounded != 0 ? e.oom.rounded : e.oom.request;
     auto distance = [want](const Hole& h) { return h.size > want ? h.size - want : want - h.size; };
     auto nearer = [&](const Hole& a, const Hole& b) {
       if (distance(a) != distance(b)) return distance(a) < distance(b);

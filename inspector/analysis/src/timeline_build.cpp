@@ -4,6 +4,7 @@
 // the peaks, the markers and the warnings.
 #include <algorithm>
 #include <array>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -85,6 +86,7 @@ class Indexer {
   void Reserve(DeviceBuild& b, std::uint64_t j, Record& r);
   void Release(DeviceBuild& b, std::uint64_t j, Record& r, Warn live, Warn unreserved);
   void AddressReserve(DeviceBuild& b, std::uint64_t j, Record& r);
+  static void NotePage(const DeviceBuild& b, DeviceData& d, const Record& r);
   void AddressRelease(DeviceBuild& b, std::uint64_t j, Record& r);
   void Map(DeviceBuild& b, std::uint64_t j, Record& r);
   void EnterBlock(DeviceBuild& b, std::uint16_t device, std::uint64_t j);
@@ -214,6 +216,14 @@ void Indexer::Map(DeviceBuild& b, std::uint64_t j, Record& r) {
   b.value[1] += r.size;
 }
 
+// A map or unmap inside an address range: its offset and size are multiples of the page.
+void Indexer::NotePage(const DeviceBuild& b, DeviceData& d, const Record& r) {
+  if (!(r.flags & kApplied) || r.size == 0) return;
+  const auto space = SpaceHolding(b.spaces, r.address, r.size);
+  if (space == b.spaces.end()) return;
+  d.map_gcd = std::gcd(std::gcd(d.map_gcd, r.address - space->first), r.size);
+}
+
 // region_release and unmap: the memory of [address, address + size) goes back to the device.
 void Indexer::Release(DeviceBuild& b, std::uint64_t j, Record& r, Warn live, Warn unreserved) {
   const std::uint64_t size = r.address + r.size < r.address ? kMaxU64 - r.address : r.size;
@@ -321,10 +331,17 @@ void Indexer::Run(const Progress& progress) {
       case EventType::kRegionRelease: Release(b, j, r, kReleaseLive, kReleaseUnreserved); break;
       case EventType::kAddressReserve: AddressReserve(b, j, r); break;
       case EventType::kAddressRelease: AddressRelease(b, j, r); break;
-      case EventType::kMap: Map(b, j, r); break;
-      case EventType::kUnmap: Release(b, j, r, kUnmapLive, kUnmapUnmapped); break;
+      case EventType::kMap:
+        Map(b, j, r);
+        NotePage(b, d, r);
+        break;
+      case EventType::kUnmap:
+        Release(b, j, r, kUnmapLive, kUnmapUnmapped);
+        NotePage(b, d, r);
+        break;
       case EventType::kOom:
         d.oom_events.push_back(j);
+        d.oom_spaces.emplace_back(b.spaces.begin(), b.spaces.end());
         ++d.metrics.ooms;
         break;
       case EventType::kMarker: m_.markers.push_back({j, d.id, m_.TagName(r.tag)}); break;

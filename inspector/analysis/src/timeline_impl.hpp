@@ -80,6 +80,12 @@ struct DeviceData {
   std::uint64_t peak_reserved_event = kNone;
   std::uint64_t in_use_at_peak_reserved = 0;
   std::vector<std::uint64_t> oom_events;
+  // The address ranges (address_reserve, not yet released) of the device at each OOM, parallel to
+  // oom_events: a paging allocator's OOM is explained in its pages (PageFactsAt).
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> oom_spaces;
+  // The greatest common divisor of every map and unmap's offset into its range and size: a multiple
+  // of the page the allocator mapped (0: nothing mapped into a range).
+  std::uint64_t map_gcd = 0;
 };
 
 // Series deltas of an event that differ from its own sizes (a free whose recorded sizes disagree
