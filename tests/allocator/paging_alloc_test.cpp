@@ -203,9 +203,9 @@ TEST(Paging, HostResidentMemoryFallsWhenPagesAreUnmapped) {
 }
 
 // The page map never grows with an arbitrary limit (a 4 EiB sim device once asked for a 256 GiB
-// bitmap): pages stay 2 MiB up to a 2 TiB limit, and past that grow so that the range holds at
-// most 2^22 of them.
-TEST(Paging, PagesGrowPastATwoTebibyteLimitSoThePageMapStaysSmall) {
+// bitmap): pages stay 2 MiB up to a 16 TiB limit, and past that grow so that the range holds at
+// most 2^25 of them.
+TEST(Paging, PagesGrowPastASixteenTebibyteLimitSoThePageMapStaysSmall) {
   struct Case {
     const char* conf;
     std::uint64_t page;
@@ -213,9 +213,9 @@ TEST(Paging, PagesGrowPastATwoTebibyteLimitSoThePageMapStaysSmall) {
   };
   const std::uint64_t TiB = 1024 * GiB;
   for (const Case& c : {Case{"backing=sim,capacity=80GiB,limit=80GiB", 2 * MiB, 320 * GiB},
-                        Case{"backing=sim,capacity=2TiB,limit=2TiB", 2 * MiB, 8 * TiB},
-                        Case{"backing=sim,capacity=4TiB,limit=4TiB", 4 * MiB, 16 * TiB},
-                        Case{"backing=sim,capacity=4EiB,limit=4EiB", std::uint64_t{1} << 40,
+                        Case{"backing=sim,capacity=16TiB,limit=16TiB", 2 * MiB, 64 * TiB},
+                        Case{"backing=sim,capacity=32TiB,limit=32TiB", 4 * MiB, 128 * TiB},
+                        Case{"backing=sim,capacity=4EiB,limit=4EiB", std::uint64_t{1} << 37,
                              std::uint64_t{1} << 62}}) {
     SCOPED_TRACE(c.conf);
     auto system = Make(c.conf);
@@ -225,7 +225,7 @@ TEST(Paging, PagesGrowPastATwoTebibyteLimitSoThePageMapStaysSmall) {
     const AllocatorStats s = allocator.Stats();
     EXPECT_EQ(s.reserved, c.page) << "one page mapped under the first chunk";
     EXPECT_EQ(s.address_space, c.address_space);
-    EXPECT_LE(s.address_space / c.page, std::uint64_t{1} << 22);
+    EXPECT_LE(s.address_space / c.page, std::uint64_t{1} << 25);
     allocator.Free(p);
     allocator.CheckInvariants();
   }

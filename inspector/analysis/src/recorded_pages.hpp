@@ -16,7 +16,7 @@ namespace fragscope::analysis {
 
 // The page a trace's maps were made in: the largest power of two dividing `map_gcd` (every map and
 // unmap's offset into its range and size), and for fragscope's own traces at most the page the
-// allocator picks for `limit` (2 MiB up to a 2 TiB limit), should every map happen to be a multiple
+// allocator picks for `limit` (2 MiB up to a 16 TiB limit), should every map happen to be a multiple
 // of a larger one. 0 when nothing was mapped into a range.
 std::uint64_t RecordedPageBytes(std::uint64_t map_gcd, bool fragscope_trace, std::uint64_t limit);
 

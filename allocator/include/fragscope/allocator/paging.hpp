@@ -15,10 +15,10 @@ namespace fragscope {
 // and best fit over it then never runs out on real sequences.
 inline constexpr std::uint64_t kPagingRangeFactor = 4;
 
-// The page map holds at most this many pages (a 512 KiB bitmap). Pages are the backing's map
-// granularity (2 MiB) up to a 2 TiB limit; past that (sim devices only, in practice) pages grow by
-// powers of two so that the map never grows with an arbitrary limit.
-inline constexpr std::uint64_t kMaxTrackedPages = std::uint64_t{1} << 22;
+// The page map holds at most this many pages (a 4 MiB bitmap; 20 KiB for an 80 GiB device). Pages
+// are the backing's map granularity (2 MiB) up to a 16 TiB limit; past that (sim devices only, in
+// practice) pages grow by powers of two so that the map never grows with an arbitrary limit.
+inline constexpr std::uint64_t kMaxTrackedPages = std::uint64_t{1} << 25;
 
 // The page of a paging allocator with `limit` on a backing that maps `granularity` (a power of
 // two) at a time.
