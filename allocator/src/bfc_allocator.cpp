@@ -39,6 +39,9 @@ void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t req
     // Refill again only when the next Carve asks: the pool never runs dry inside one.
   }
 
+  // Paging: the chunk's pages are no longer free to recycle (a word or two of the map).
+  if (paging_) cached_.Clear(pages_.FirstPage(chunk->address), pages_.EndPage(chunk->address, chunk->size));
+
   chunk->requested = requested;
   chunk->alloc_id = next_alloc_id_++;
   chunk->stream = options.stream;
@@ -80,8 +83,21 @@ void BfcAllocator::Free(void* ptr) {
   chunk->tag = traces::kNoTag;
   const std::uint64_t freed_at = chunk->address, freed_bytes = chunk->size;
   Chunk* merged = MergeAndBin(chunk);
-  // unmap=eager gives back the whole pages that no live chunk touches any more (slow path).
-  if (unmap_eager_) [[unlikely]] UnmapFreedPages(freed_at, freed_bytes, merged);
+  // Paging: the whole pages that no live chunk touches any more are given back (unmap=eager, slow
+  // path) or kept for reuse and recycling (unmap=lazy).
+  if (paging_) {
+    if (unmap_eager_) [[unlikely]] UnmapFreedPages(freed_at, freed_bytes, merged);
+    else CacheFreedPages(freed_at, freed_bytes, merged);
+  }
+}
+
+// unmap=lazy, after a free: the pages the freed chunk touched that now lie wholly inside the
+// coalesced free chunk join the cached pages. A word or two of the map.
+inline void BfcAllocator::CacheFreedPages(std::uint64_t address, std::uint64_t bytes, const Chunk* merged) {
+  const std::uint64_t first = std::max(pages_.FirstPage(address), pages_.FirstWholePage(merged->address));
+  const std::uint64_t end = std::min(pages_.EndPage(address, bytes),
+                                     pages_.EndWholePage(merged->address, merged->size));
+  if (first < end) cached_.SetWhere(pages_, first, end);
 }
 
 // Coalesces a just-freed chunk with its free neighbours at once and bins the result, which it returns.

@@ -115,6 +115,7 @@ class BfcAllocator final : public DeviceAllocator {
   void RecyclePages(std::uint64_t wanted, std::uint64_t keep_first, std::uint64_t keep_end);
   void UnmapPages(std::uint64_t first_page, std::uint64_t end_page);
   [[gnu::noinline]] void UnmapFreedPages(std::uint64_t address, std::uint64_t bytes, const Chunk* merged);
+  void CacheFreedPages(std::uint64_t address, std::uint64_t bytes, const Chunk* merged);
   std::uint64_t LargestMappedFree() const;
   PageFacts StrandedPages(std::uint64_t rounded) const;
   void CheckPagesLocked() const;
@@ -138,6 +139,7 @@ class BfcAllocator final : public DeviceAllocator {
   bool paging_ = false;
   bool unmap_eager_ = false;
   PageMap pages_;                        // mapped pages of the paging region
+  PageMap cached_;                       // mapped pages no live chunk touches (unmap=lazy keeps them)
   std::uint64_t next_region_bytes_ = kFirstRegionBytes;  // growth policy state
   std::uint64_t next_alloc_id_ = 1;
   AllocatorStats stats_;  // counters and peaks; largest_free and chunk counts filled on read

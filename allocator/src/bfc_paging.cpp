@@ -83,6 +83,7 @@ void BfcAllocator::InitPaging() {
   paging_ = true;
   unmap_eager_ = options_.unmap_eager;
   pages_.Reset(reinterpret_cast<std::uint64_t>(base), range, page);
+  cached_.Reset(reinterpret_cast<std::uint64_t>(base), range, page);
   stats_.regions = stats_.peak_regions = 1;
   stats_.address_space = stats_.peak_address_space = range;
 
@@ -95,6 +96,7 @@ void BfcAllocator::InitPaging() {
                                    options_.device, FormatBytes(initial),
                                    ToString(backing_.info().kind)));
   }
+  cached_.SetWhere(pages_, 0, pages_.high_water());  // mapped, and no chunk on them yet
 }
 
 void BfcAllocator::ReleasePaging() noexcept {
@@ -106,6 +108,7 @@ void BfcAllocator::ReleasePaging() noexcept {
       expandable_backing_->Unmap(base, first * page, (end - first) * page);
     });
     pages_.Clear(0, pages_.pages());
+    cached_.Clear(0, cached_.pages());
     expandable_backing_->ReleaseRange(base, expandable_region_->max_size);
   } catch (const std::exception& error) {  // called from a destructor: say what leaked
     fragscope::Log().error("device {}: releasing the paging region {}: {}", options_.device, base,
@@ -164,6 +167,7 @@ void BfcAllocator::UnmapPages(std::uint64_t first_page, std::uint64_t end_page) 
   const std::uint64_t bytes = (end_page - first_page) * page;
   expandable_backing_->Unmap(reinterpret_cast<void*>(expandable_region_->base), first_page * page, bytes);
   pages_.Clear(first_page, end_page);
+  cached_.Clear(first_page, end_page);
   stats_.reserved -= bytes;
   ++stats_.unmaps;
   if (sink_ != nullptr) EmitRegion(traces::EventType::kUnmap, pages_.AddressOf(first_page), bytes);
@@ -179,41 +183,31 @@ void BfcAllocator::UnmapFreedPages(std::uint64_t address, std::uint64_t bytes, c
   pages_.ForEachRun(first, end, true, [this](std::uint64_t a, std::uint64_t b) { UnmapPages(a, b); });
 }
 
-// Unmaps up to `wanted` mapped pages that lie wholly inside free chunks, outside pages
-// [keep_first, keep_end), from the top of the range down (best fit prefers low addresses, so the
-// top is where a kept page is least likely to be used again).
+// Unmaps up to `wanted` cached pages (mapped, no live chunk on them) outside pages [keep_first,
+// keep_end), from the top of the range down (best fit prefers low addresses, so the top is where a
+// kept page is least likely to be used again). O(runs unmapped + map words above them).
 void BfcAllocator::RecyclePages(std::uint64_t wanted, std::uint64_t keep_first, std::uint64_t keep_end) {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
-  for (Chunk* chunk = expandable_region_->last; chunk != nullptr && wanted > 0; chunk = chunk->prev) {
-    if (chunk->in_use()) continue;
-    const std::uint64_t first = pages_.FirstWholePage(chunk->address);
-    const std::uint64_t end = std::min(pages_.EndWholePage(chunk->address, chunk->size), pages_.high_water());
-    if (first >= end) continue;
-    runs.clear();
-    pages_.ForEachRun(first, end, true, [&](std::uint64_t a, std::uint64_t b) {
-      // Cut the pages to keep out of the run.
-      if (a < keep_first) runs.emplace_back(a, std::min(b, keep_first));
-      if (b > keep_end) runs.emplace_back(std::max(a, keep_end), b);
-    });
-    for (auto it = runs.rbegin(); it != runs.rend() && wanted > 0; ++it) {
-      const std::uint64_t take = std::min(wanted, it->second - it->first);
-      UnmapPages(it->second - take, it->second);
+  if (cached_.mapped_pages() == 0) return;
+  const auto take_from = [&](std::uint64_t first, std::uint64_t end) {
+    cached_.ForEachSetRunDown(first, end, [&](std::uint64_t a, std::uint64_t b) {
+      const std::uint64_t take = std::min(wanted, b - a);
+      UnmapPages(b - take, b);
       wanted -= take;
-    }
-  }
+      return wanted > 0;
+    });
+  };
+  take_from(std::max(keep_end, keep_first), pages_.high_water());
+  if (wanted > 0) take_from(0, std::min(keep_first, pages_.high_water()));
 }
 
-// Unmaps every mapped page that lies wholly inside a free chunk. Returns the bytes given back.
+// Unmaps every cached page (mapped, no live chunk on it). Returns the bytes given back.
 std::uint64_t BfcAllocator::UnmapFreePages() {
   if (!paging_) return 0;
   const std::uint64_t before = stats_.reserved;
-  for (Chunk* chunk = expandable_region_->first; chunk != nullptr; chunk = chunk->next) {
-    if (chunk->in_use()) continue;
-    const std::uint64_t first = pages_.FirstWholePage(chunk->address);
-    const std::uint64_t end = std::min(pages_.EndWholePage(chunk->address, chunk->size), pages_.high_water());
-    if (first >= end) continue;
-    pages_.ForEachRun(first, end, true, [this](std::uint64_t a, std::uint64_t b) { UnmapPages(a, b); });
-  }
+  cached_.ForEachSetRunDown(0, pages_.high_water(), [this](std::uint64_t a, std::uint64_t b) {
+    UnmapPages(a, b);
+    return true;
+  });
   return before - stats_.reserved;
 }
 
@@ -368,6 +362,17 @@ void BfcAllocator::CheckPagesLocked() const {
     }
     const std::uint64_t end = pages_.EndPage(chunk->address, chunk->size);
     for (std::uint64_t p = pages_.FirstPage(chunk->address); p < end && p < touched.size(); ++p) touched[p] = true;
+  }
+  std::uint64_t cached = 0;
+  for (std::uint64_t p = 0; p < touched.size(); ++p) {
+    if (cached_.IsMapped(p) != (pages_.IsMapped(p) && !touched[p])) {
+      fail(fmt::format("page {:#x} is {}cached but {}", pages_.AddressOf(p), cached_.IsMapped(p) ? "" : "not ",
+                       !pages_.IsMapped(p) ? "unmapped" : touched[p] ? "a live chunk touches it" : "mapped and free"));
+    }
+    cached += cached_.IsMapped(p);
+  }
+  if (cached != cached_.mapped_pages() || cached_.high_water() > pages_.high_water()) {
+    fail(fmt::format("{} cached pages counted, {} found", cached_.mapped_pages(), cached));
   }
   if (unmap_eager_ && options_.preallocate_bytes == 0) {
     for (std::uint64_t p = 0; p < touched.size(); ++p) {

@@ -88,6 +88,35 @@ class PageMap {
     Apply(first, end, false);
   }
 
+  // Sets the bits of [first, end) that are set in `other` (a map of the same range).
+  void SetWhere(const PageMap& other, std::uint64_t first, std::uint64_t end) {
+    while (first < end) {
+      const std::uint64_t word = first >> 6;
+      const std::uint64_t stop = std::min(end, (word + 1) * 64);
+      const std::uint64_t add = other.words_[word] & Mask(first & 63, stop - word * 64) & ~words_[word];
+      if (add != 0) {
+        words_[word] |= add;
+        mapped_pages_ += static_cast<std::uint64_t>(std::popcount(add));
+        high_water_ = std::max(high_water_, word * 64 + 64 - static_cast<std::uint64_t>(std::countl_zero(add)));
+      }
+      first = stop;
+    }
+  }
+
+  // Calls fn(first, end) for each maximal run of set pages in [first, end), from the top down,
+  // while fn returns true.
+  template <typename Fn>
+  void ForEachSetRunDown(std::uint64_t first, std::uint64_t end, Fn&& fn) const {
+    std::uint64_t page = end;
+    while (page > first) {
+      const std::uint64_t top = Prev(first, page, true);
+      if (top == first) break;
+      const std::uint64_t bottom = Prev(first, top, false);
+      if (!fn(bottom, top)) return;
+      page = bottom;
+    }
+  }
+
   // Calls fn(first, end) for each maximal run of pages in [first, end) whose bit is `mapped`.
   template <typename Fn>
   void ForEachRun(std::uint64_t first, std::uint64_t end, bool mapped, Fn&& fn) const {
@@ -118,6 +147,22 @@ class PageMap {
       page = (word + 1) * 64;
     }
     return end;
+  }
+
+  // One past the highest page in [first, end) whose bit is `value`; `first` if none.
+  std::uint64_t Prev(std::uint64_t first, std::uint64_t end, bool value) const {
+    while (end > first) {
+      const std::uint64_t last = end - 1;
+      const std::uint64_t word = last >> 6;
+      std::uint64_t bits = value ? words_[word] : ~words_[word];
+      bits &= Mask(0, (last & 63) + 1);
+      if (bits != 0) {
+        const std::uint64_t hit = word * 64 + 63 - static_cast<std::uint64_t>(std::countl_zero(bits));
+        return hit >= first ? hit + 1 : first;
+      }
+      end = word * 64;
+    }
+    return first;
   }
 
   void Apply(std::uint64_t first, std::uint64_t end, bool value) {
