@@ -34,7 +34,9 @@ void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t req
   if (pool_.Empty() || live_.NeedsGrowth()) [[unlikely]] RefillForCarve();
 
   bins_.Erase(chunk);
-  if (chunk->size - rounded >= kMinSplitRemainder) {
+  const std::uint64_t remainder = chunk->size - rounded;
+  if (remainder >= kMinSplitRemainder &&
+      (!options_.tensorflow_split || remainder >= rounded || remainder >= kTensorflowMaxInternalFragmentation)) {
     bins_.Insert(SplitOff(chunk, rounded));
     // Refill again only when the next Carve asks: the pool never runs dry inside one.
   }
@@ -48,6 +50,9 @@ void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t req
   chunk->tag = options.tag;
   ++chunk->region->live_chunks;
   live_.Insert(chunk);
+  if (const std::uint64_t reach = chunk->address + chunk->size - chunk->region->base; reach > stats_.peak_high_water) {
+    stats_.peak_high_water = reach;
+  }
 
   AllocatorStats& s = stats_;
   s.in_use += chunk->size;

@@ -31,7 +31,20 @@ struct BfcOptions {
   bool gc = true;
   bool expandable = false;              // paging: one address range, pages mapped under live chunks
   bool unmap_eager = false;             // paging: unmap whole free pages at once, not under pressure
+  // TensorFlow's split rule: a best-fit chunk is split only when it is at least twice the request
+  // or the remainder is at least kTensorflowMaxInternalFragmentation; otherwise the whole chunk
+  // is handed out (internal waste). Off: split whenever the remainder is kMinSplitRemainder.
+  bool tensorflow_split = false;
+  // After gc released regions, the doubling restarts from what is still reserved (off: TensorFlow
+  // keeps its next region size).
+  bool restart_growth_after_gc = true;
+  // growth=on: the size of the first region (then doubling). TensorFlow without allow_growth is
+  // growth with a first region of the whole limit.
+  std::uint64_t first_region_bytes = 0;  // 0: kFirstRegionBytes
 };
+
+// TensorFlow's default max_internal_fragmentation_bytes (fragmentation_fraction unset).
+inline constexpr std::uint64_t kTensorflowMaxInternalFragmentation = std::uint64_t{128} << 20;
 
 
 inline constexpr std::uint64_t kFirstRegionBytes = 2 * 1024 * 1024;

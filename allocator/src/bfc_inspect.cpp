@@ -32,6 +32,12 @@ void BfcAllocator::ResetPeaks() {
   stats_.peak_live_requested = stats_.live_requested;
   stats_.peak_allocations = stats_.allocations;
   stats_.peak_regions = stats_.regions;
+  stats_.peak_high_water = 0;
+  for (const auto& [base, region] : regions_) {
+    for (const Chunk* chunk = region->first; chunk != nullptr; chunk = chunk->next) {
+      if (chunk->in_use()) stats_.peak_high_water = std::max(stats_.peak_high_water, chunk->address + chunk->size - base);
+    }
+  }
   const Chunk* largest = bins_.Largest();
   stats_.peak_largest_free = paging_ ? LargestMappedFree() : largest != nullptr ? largest->size : 0;
 }
@@ -212,6 +218,13 @@ void BfcAllocator::CheckInvariantsLocked() const {
       s.peak_regions < s.regions || (!paging_ && s.peak_largest_free < largest_free) ||
       s.peak_address_space < s.address_space) {
     Violation(dev, "a peak is below its current value");
+  }
+  for (const auto& [base, region] : regions_) {
+    for (const Chunk* chunk = region->first; chunk != nullptr; chunk = chunk->next) {
+      if (chunk->in_use() && chunk->address + chunk->size - base > s.peak_high_water) {
+        Violation(dev, "live chunk {:#x} reaches past the peak high water {}", chunk->address, s.peak_high_water);
+      }
+    }
   }
   if (s.total_allocs - s.total_frees != s.allocations) {
     Violation(dev, "{} allocations minus {} frees != {} live", s.total_allocs, s.total_frees, s.allocations);

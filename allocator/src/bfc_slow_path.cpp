@@ -24,6 +24,7 @@ std::uint64_t RoundDownTo(std::uint64_t bytes, std::uint64_t unit) { return byte
 BfcAllocator::BfcAllocator(Backing& backing, const BfcOptions& options)
     : backing_(backing), options_(options) {
   stats_.limit = options_.limit;
+  if (options_.first_region_bytes != 0) next_region_bytes_ = options_.first_region_bytes;
   pool_.Refill();
   if (options_.expandable) {
     InitPaging();
@@ -192,7 +193,7 @@ std::uint64_t BfcAllocator::ReleaseFreeRegionsLocked() {
   }
   // The doubling restarts from what is still reserved, so a long run does not ratchet up to
   // regions bigger than the limit allows.
-  if (released > 0 && options_.growth) {
+  if (released > 0 && options_.growth && options_.restart_growth_after_gc) {
     next_region_bytes_ = std::max(kFirstRegionBytes, std::bit_floor(std::max<std::uint64_t>(stats_.reserved, 1)));
   }
   // A paging region gives back the whole pages that no live chunk touches.

@@ -8,6 +8,51 @@
 #include "passthrough_allocator.hpp"
 
 namespace fragscope {
+namespace {
+
+// preset=tensorflow: TensorFlow's BFC allocator (tsl/framework/bfc_allocator.cc) on our BFC core.
+// What it shares: 256-byte rounding, exact best fit by (size, address) (its 21 bins and our
+// sub-classes partition sizes in order, so both find the same chunk), coalescing of neighbours
+// within a region and never across regions. What the preset sets: its split rule, its growth
+// (allow_growth) and keeping its next region size after gc. docs/allocator.md, "Presets".
+Policy TensorflowPreset() {
+  Policy tf;
+  tf.name = "tensorflow";
+  tf.description =
+      "TensorFlow's BFC allocator: growth=on is allow_growth (regions doubling from 2 MiB), "
+      "growth=off one region of the whole limit; gc as TF_ENABLE_GPU_GARBAGE_COLLECTION";
+  tf.check = [](const AllocConf& conf) {
+    if (conf.expandable.value_or(false)) {
+      throw ConfigError("expandable", "preset=tensorflow does not page: TensorFlow's BFC allocator "
+                                      "reserves regions (drop expandable, or use the default policy)");
+    }
+    if (conf.preallocate > 0.0) {
+      throw ConfigError("preallocate", "preset=tensorflow reserves as TensorFlow does: growth=off is "
+                                       "one region of the whole limit, growth=on regions that double");
+    }
+  };
+  tf.create = [](const PolicyContext& context) -> std::unique_ptr<DeviceAllocator> {
+    bfc::BfcOptions options;
+    options.device = context.device;
+    options.limit = context.limit;
+    options.growth = true;  // TensorFlow's Extend either way; only the first region differs
+    options.gc = context.conf.gc;
+    options.tensorflow_split = true;
+    options.restart_growth_after_gc = false;
+    // allow_growth=false: the first region (reserved at the first request) is the whole limit.
+    if (!context.conf.growth) options.first_region_bytes = std::max<std::uint64_t>(context.limit, 256);
+    return std::make_unique<bfc::BfcAllocator>(context.backing, options);
+  };
+  tf.describe = [](const AllocConf& conf) {
+    return fmt::format("tensorflow {} {}", conf.growth ? "allow_growth" : "whole-limit", conf.gc ? "gc" : "no-gc");
+  };
+  tf.advise = [](OomReport& report, const AllocConf& conf) {
+    AddPolicyAdvice(report, PolicyFacts{conf.gc, false, false});
+  };
+  return tf;
+}
+
+}  // namespace
 
 std::vector<Policy> BuiltinPolicies() {
   std::vector<Policy> policies;
@@ -55,6 +100,8 @@ std::vector<Policy> BuiltinPolicies() {
   };
   passthrough.describe = [](const AllocConf&) { return std::string("passthrough"); };
   policies.push_back(std::move(passthrough));
+
+  policies.push_back(TensorflowPreset());
 
   return policies;
 }

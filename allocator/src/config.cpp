@@ -228,12 +228,30 @@ void ParseUnmap(std::string_view key, std::string_view value, AllocConf& conf) {
 }
 
 void ParsePolicy(std::string_view key, std::string_view value, AllocConf& conf) {
+  if (!conf.policy.empty() && conf.policy != value) {
+    throw ConfigError("policy", fmt::format("policy={} contradicts preset={}", value, conf.policy));
+  }
   if (FindPolicy(value) == nullptr) {
     std::string names;
     for (const std::string& name : PolicyNames()) names += (names.empty() ? "" : ", ") + name;
     BadValue(key, value, fmt::format("a registered policy: {}", names));
   }
   conf.policy = std::string(value);  // "bfc" and "passthrough" are settled in CheckCombination
+}
+
+// preset=NAME: another framework's allocator, emulated as a registered policy of that name
+// (docs/allocator.md, "Presets"). The same as policy=NAME, for the policies that are presets.
+void ParsePreset(std::string_view key, std::string_view value, AllocConf& conf) {
+  const auto& presets = PresetNames();
+  if (std::find(presets.begin(), presets.end(), value) == presets.end() || FindPolicy(value) == nullptr) {
+    std::string names;
+    for (std::string_view name : presets) names += fmt::format("{}{}", names.empty() ? "" : ", ", name);
+    BadValue(key, value, fmt::format("a preset: {}", names));
+  }
+  if (!conf.policy.empty() && conf.policy != value) {
+    throw ConfigError("preset", fmt::format("preset={} contradicts policy={}", value, conf.policy));
+  }
+  conf.policy = std::string(value);
 }
 
 void ParsePassthrough(std::string_view key, std::string_view value, AllocConf& conf) {
@@ -262,6 +280,7 @@ enum KeyIndex : std::size_t {
   kUnmapKey,
   kPassthroughKey,
   kPolicyKey,
+  kPresetKey,
   kKeyCount,
 };
 
@@ -279,6 +298,7 @@ constexpr std::array<KeySpec, kKeyCount> kKeys = {{
     {"unmap", ParseUnmap},
     {"passthrough", ParsePassthrough},
     {"policy", ParsePolicy},
+    {"preset", ParsePreset},
 }};
 
 std::string KeyList() {
@@ -486,6 +506,17 @@ std::string AllocConf::ToString() const {
   add("passthrough", FormatSwitch(passthrough));
   if (!policy.empty()) add("policy", policy);  // a registered policy other than the built-ins
   return out;
+}
+
+const std::vector<std::string_view>& PresetNames() {
+  static const std::vector<std::string_view> names = {"tensorflow"};
+  return names;
+}
+
+bool IsPreset(std::string_view policy) {
+  if (policy.empty()) return false;
+  const auto& names = PresetNames();
+  return std::find(names.begin(), names.end(), policy) != names.end();
 }
 
 const std::vector<std::string_view>& AllocConfKeys() {

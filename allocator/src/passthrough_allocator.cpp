@@ -98,6 +98,7 @@ void* PassthroughAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions&
   s.peak_live_requested = std::max(s.peak_live_requested, s.live_requested);
   s.peak_allocations = std::max(s.peak_allocations, s.allocations);
   s.peak_regions = std::max(s.peak_regions, s.regions);
+  s.peak_high_water = std::max(s.peak_high_water, size);  // each allocation is its own region
   if (sink_ != nullptr) {
     Emit(traces::EventType::kRegionReserve, address, allocation);
     Emit(traces::EventType::kAlloc, address, allocation);
@@ -147,6 +148,8 @@ void PassthroughAllocator::ResetPeaks() {
   stats_.peak_live_requested = stats_.live_requested;
   stats_.peak_allocations = stats_.allocations;
   stats_.peak_regions = stats_.regions;
+  stats_.peak_high_water = 0;
+  for (const auto& [address, a] : live_) stats_.peak_high_water = std::max(stats_.peak_high_water, a.size);
 }
 
 AllocatorSnapshot PassthroughAllocator::Snapshot() const {

@@ -35,6 +35,7 @@ std::string AllocatorStats::Describe() const {
   row("regions", fmt::format("{}", regions), fmt::format("{}", peak_regions));
   row("address space", FormatBytes(address_space), FormatBytes(peak_address_space));
   row("largest free chunk", FormatBytes(largest_free), FormatBytes(peak_largest_free));
+  row("high water in a region", "", FormatBytes(peak_high_water));
   row("free in regions", FormatBytes(free_in_regions()), "");
   row("internal waste", FormatBytes(internal_waste()), "");
   row("limit", FormatBytes(limit), "");

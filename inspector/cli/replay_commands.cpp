@@ -29,6 +29,7 @@ struct SequenceOptions {
   std::string capacity;
   bool json = false;
   bool as_sequence = false;  // replay a state's live chunks as if allocated in address order
+  bool recorded_only = false;  // drop the blocks live before recording started, and their frees
 };
 
 // Replay, compare and min-limit need a history: the order in which memory was allocated and freed.
@@ -66,6 +67,12 @@ analysis::AllocationSequence LoadSequence(const SequenceOptions& options) {
       &input->tags());
   for (const auto& warning : input->warnings()) spdlog::warn("{}", warning);
   for (const auto& warning : sequence.warnings) spdlog::warn("{}", warning);
+  if (options.recorded_only) {
+    const std::uint64_t before = sequence.ops.size();
+    sequence = analysis::RecordedWindow(std::move(sequence));
+    spdlog::info("{}: --recorded-only: {} of {} allocation events kept ({} allocations made while recording)",
+                 path, sequence.ops.size(), before, sequence.allocations);
+  }
   return sequence;
 }
 
@@ -161,6 +168,7 @@ int RunReplay(const ReplayCommandOptions& command) {
       json["maps"] = device.final_stats.maps;
       json["unmaps"] = device.final_stats.unmaps;
       json["peak_address_space"] = device.final_stats.peak_address_space;
+      json["peak_high_water"] = device.final_stats.peak_high_water;
       devices.push_back(std::move(json));
     }
     const nlohmann::json out = {{"trace", command.trace},
@@ -358,6 +366,9 @@ void AddCommon(CLI::App* sub, SequenceOptions* options) {
   sub->add_flag("--as-sequence", options->as_sequence,
                 "replay a state (a snapshot without history, a TensorFlow dump) as its live chunks "
                 "allocated in address order; without it a state is refused (there is no order to replay)");
+  sub->add_flag("--recorded-only", options->recorded_only,
+                "replay only the allocations made while recording: without the blocks a snapshot shows "
+                "live before recording started, and without their frees");
 }
 
 }  // namespace

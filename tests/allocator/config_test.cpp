@@ -141,7 +141,7 @@ TEST(AllocConf, BlankStringMeansDefaults) {
 TEST(AllocConf, KeysInDocumentationOrder) {
   const std::vector<std::string_view> expected = {
       "backing", "capacity",        "device", "external_use", "growth",     "preallocate",
-      "limit",   "virtual_devices", "gc",     "expandable",   "unmap", "passthrough", "policy"};
+      "limit",   "virtual_devices", "gc",     "expandable",   "unmap", "passthrough", "policy", "preset"};
   EXPECT_EQ(AllocConfKeys(), expected);
 }
 

@@ -288,6 +288,49 @@ TEST_F(Cli, PolicyBeatsPytorchOnItsOwnSnapshots) {
   EXPECT_NE(r.out.find("settings   expandable_segments=False"), std::string::npos) << r.out;
 }
 
+// The presets issue's figures, produced by TensorFlow's BFC allocator built unmodified, replaying
+// the allocations made inside each snapshot (80 GiB device, no garbage collection): peak reserved
+// with allow_growth, and without it the high water (the furthest end of an in-use chunk) of its one
+// region. preset=tensorflow must reproduce each within 1 %.
+TEST_F(Cli, TensorflowPresetReproducesTensorflowsFigures) {
+  const fs::path torch = fs::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data" / "torch";
+  if (!fs::exists(torch)) GTEST_SKIP() << torch << " is absent: no PyTorch snapshots";
+  struct Case {
+    const char* file;
+    std::uint64_t events;     // allocs + frees made while recording
+    double peak_load_gib;
+    double growth_reserved_gib;
+    double no_growth_high_water_gib;
+  };
+  for (const Case& c : {Case{"pt_cs336_lm_ctx128_forward.pickle", 2058 + 1155, 5.331, 8.000, 5.606},
+                        Case{"pt_eor_cnn_counterfactuals.pickle", 1935 + 1926, 0.093, 0.125, 0.109}}) {
+    SCOPED_TRACE(c.file);
+    const fs::path file = torch / c.file;
+    if (!fs::exists(file)) {
+      ADD_FAILURE() << file << " is absent";
+      continue;
+    }
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    for (const bool growth : {true, false}) {
+      const Result r = Run({"replay", file.string(), "--recorded-only", "--json", "--alloc-conf",
+                            growth ? "preset=tensorflow,gc=off" : "preset=tensorflow,growth=off,gc=off"});
+      ASSERT_EQ(r.code, 0) << r.err;
+      const auto json = nlohmann::json::parse(r.out);
+      EXPECT_EQ(json["events"], c.events);
+      const auto& device = json["devices"][0];
+      EXPECT_NEAR(device["peak_load"].get<double>() / kGiB, c.peak_load_gib, 0.0006);
+      EXPECT_EQ(device["ooms"].size(), 0u);
+      if (growth) {
+        EXPECT_NEAR(device["peak_reserved"].get<double>() / kGiB, c.growth_reserved_gib, 0.01 * c.growth_reserved_gib);
+      } else {
+        EXPECT_EQ(device["peak_reserved"].get<std::uint64_t>(), 80ull << 30) << "the whole device, up front";
+        EXPECT_NEAR(device["peak_high_water"].get<double>() / kGiB, c.no_growth_high_water_gib,
+                    0.01 * c.no_growth_high_water_gib);
+      }
+    }
+  }
+}
+
 // Outputs never destroy inputs, and a write that fails is an error, not "written to".
 TEST_F(Cli, OutputsNeverReplaceAnInputOrHideAWriteError) {
   ASSERT_EQ(Run({"synth", "--events", "3000", "--seed", "4", "--out", Path("in.fst")}).code, 0);

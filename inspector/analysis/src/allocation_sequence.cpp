@@ -247,6 +247,41 @@ AllocationSequence BuildAllocationSequence(const traces::TraceHeader& header,
   return builder.Finish(tags);
 }
 
+AllocationSequence RecordedWindow(AllocationSequence sequence) {
+  const std::uint64_t reconstructed = sequence.header.source.reconstructed_events;
+  if (reconstructed == 0) return sequence;
+  constexpr std::uint32_t kDropped = 0xfffffffeu;
+  std::vector<std::uint32_t> renumbered(sequence.allocations, kDropped);
+  std::uint32_t next = 0;
+  std::vector<AllocationOp> ops;
+  std::vector<std::uint64_t> times;
+  ops.reserve(sequence.ops.size());
+  std::uint64_t dropped_allocs = 0, dropped_frees = 0;
+  for (std::size_t i = 0; i < sequence.ops.size(); ++i) {
+    AllocationOp op = sequence.ops[i];
+    if (op.allocation != AllocationOp::kNoAllocation) {
+      if (!op.is_free && op.seq >= reconstructed) renumbered[op.allocation] = next++;
+      const std::uint32_t index = renumbered[op.allocation];
+      if (index == kDropped) {
+        ++(op.is_free ? dropped_frees : dropped_allocs);
+        continue;
+      }
+      op.allocation = index;
+    }
+    ops.push_back(op);
+    if (!sequence.time_ns.empty()) times.push_back(sequence.time_ns[i]);
+  }
+  sequence.ops = std::move(ops);
+  sequence.time_ns = std::move(times);
+  sequence.allocations = next;
+  sequence.unmatched_frees += dropped_frees;
+  if (sequence.never_freed >= dropped_allocs - std::min(dropped_allocs, dropped_frees)) {
+    sequence.never_freed -= dropped_allocs - std::min(dropped_allocs, dropped_frees);
+  }
+  sequence.header.source.reconstructed_events = 0;
+  return sequence;
+}
+
 std::vector<std::uint64_t> PeakLoadByDevice(const AllocationSequence& sequence) {
   const std::size_t count = sequence.devices.size();
   std::vector<std::uint64_t> live(count, 0), peak(count, 0);

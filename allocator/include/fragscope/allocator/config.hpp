@@ -24,6 +24,9 @@ namespace fragscope {
 enum class UnmapMode : std::uint8_t { kLazy, kEager };
 std::string_view ToString(UnmapMode mode);
 
+// Whether `policy` names a preset: another framework's allocator (PresetNames()).
+bool IsPreset(std::string_view policy);
+
 struct AllocConf {
   BackingKind backing = BackingKind::kSim;
   std::optional<std::uint64_t> capacity;   // device size; default: sim 80 GiB, host RAM, GPU total
@@ -43,8 +46,9 @@ struct AllocConf {
 
   // Whether this configuration pages: expandable when given, else wherever the backing can page
   // (sim, host, vmm) and the policy caches.
+  // A preset (another framework's allocator) pages only when it is asked to.
   bool Paging() const {
-    return expandable.value_or(TraitsOf(backing).grows_in_place && !passthrough);
+    return expandable.value_or(TraitsOf(backing).grows_in_place && !passthrough && !IsPreset(policy));
   }
 
   // Canonical form: every key, in documentation order, that ParseAllocConf reads back equal.
@@ -53,6 +57,9 @@ struct AllocConf {
   // Equal when they configure the same allocator: expandable compares as resolved (Paging()).
   bool operator==(const AllocConf& other) const;
 };
+
+// The policies that preset= names: other frameworks' allocators ("tensorflow").
+const std::vector<std::string_view>& PresetNames();
 
 // The keys ParseAllocConf accepts, in documentation order.
 const std::vector<std::string_view>& AllocConfKeys();

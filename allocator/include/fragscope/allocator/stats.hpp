@@ -30,6 +30,10 @@ struct AllocatorStats {
   std::uint64_t peak_regions = 0;
   std::uint64_t peak_largest_free = 0;
   std::uint64_t peak_address_space = 0;
+  // The furthest any in-use chunk has reached into its region: max over time of (chunk end -
+  // region base). With one region (growth=off in TensorFlow's BFC) it is the memory the run
+  // needed of that region, TensorFlow's "high water".
+  std::uint64_t peak_high_water = 0;
 
   // Counters.
   std::uint64_t total_allocs = 0;

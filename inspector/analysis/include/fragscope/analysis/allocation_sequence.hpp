@@ -73,6 +73,12 @@ class AllocationSequenceBuilder {
   std::unique_ptr<State> state_;
 };
 
+// The allocations made while recording only: without the blocks that a snapshot shows live before
+// recording started (the header's first source.reconstructed_events events) and without their
+// frees, which become unmatched_frees. Allocation indices are renumbered densely. The sequence is
+// returned unchanged when the trace reconstructed nothing.
+AllocationSequence RecordedWindow(AllocationSequence sequence);
+
 // Peak live requested bytes (LOAD) of each device of `sequence.devices`, same order, computed from
 // the ops alone (a failed request of the trace counts for the moment it is asked): the least
 // memory any allocator needs to run the sequence.
