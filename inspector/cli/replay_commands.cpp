@@ -257,9 +257,15 @@ int RunCompare(const CompareOptions& command) {
     }
     table.push_back(row);
   }
-  // None given: the default policy and the region policies it replaced, for reference.
-  const std::vector<std::string> confs =
-      command.confs.empty() ? std::vector<std::string>{"", "growth=on", "growth=off"} : command.confs;
+  // None given: the default policy, and what TensorFlow's allocator would have reserved with
+  // allow_growth and without it (the whole device).
+  std::vector<std::string> confs = command.confs;
+  if (confs.empty()) {
+    for (const analysis::ComparisonPreset& preset : analysis::ComparisonPresets()) confs.emplace_back(preset.conf);
+  }
+  // --recorded-only: the replays lack the blocks live before recording; the recorded row keeps
+  // them. Like-for-like then takes them out of the recorded row only.
+  const bool replays_lack_blocks = command.recorded_only;
   for (const std::string& text : confs) {
     analysis::ReplayOptions options = MakeOptions(command, text);
     options.continue_past_oom = true;  // count every OOM a policy meets
@@ -284,7 +290,9 @@ int RunCompare(const CompareOptions& command) {
                          {"fragmentation_at_peak", row.fragmentation}, {"ooms", row.ooms},
                          {"seconds", row.seconds}};
       if (before.blocks > 0 && row.peak_load > before.requested)
-        out["overhead_like_for_like"] = before.LikeForLikeOverhead(row.peak_reserved, row.peak_load);
+        out["overhead_like_for_like"] = replays_lack_blocks && &row != &table.front()
+                                            ? row.overhead
+                                            : before.LikeForLikeOverhead(row.peak_reserved, row.peak_load);
       return out;
     };
     nlohmann::json rows = nlohmann::json::array();
@@ -302,6 +310,11 @@ int RunCompare(const CompareOptions& command) {
   }
   fmt::print("{} allocation events of {}\n\n", sequence.ops.size(), command.trace);
   const bool like_for_like = before.blocks > 0 && !table.empty() && table.front().peak_load > before.requested;
+  const auto like_for_like_of = [&](const Row& row) {
+    if (replays_lack_blocks && &row != &table.front()) return FormatRatio(row.overhead);
+    return row.peak_load > before.requested ? FormatRatio(before.LikeForLikeOverhead(row.peak_reserved, row.peak_load))
+                                            : std::string("-");
+  };
   std::vector<std::vector<std::string>> rows = {
       {"configuration", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs", "replay"}};
   if (like_for_like) rows.front().insert(rows.front().begin() + 3, "like-for-like");
@@ -310,13 +323,12 @@ int RunCompare(const CompareOptions& command) {
                     FormatRatio(row.utilization), FormatRatio(row.fragmentation), std::to_string(row.ooms),
                     &row == &table.front() ? std::string("-") : fmt::format("{:.2f} s", row.seconds)});
     if (like_for_like)
-      rows.back().insert(rows.back().begin() + 3, row.peak_load > before.requested
-                                                      ? FormatRatio(before.LikeForLikeOverhead(row.peak_reserved, row.peak_load))
-                                                      : std::string("-"));
+      rows.back().insert(rows.back().begin() + 3, like_for_like_of(row));
   }
   fmt::print("{}", FormatTable(rows));
   if (table.size() > 1) {
-    fmt::print("\npeak LOAD (the least any allocator needs): {}\n", FormatBytes(table[1].peak_load));
+    fmt::print("\npeak LOAD (the least any allocator needs): {}{}\n", FormatBytes(table[1].peak_load),
+               replays_lack_blocks && before.blocks > 0 ? " (the recorded window: --recorded-only)" : "");
   }
   if (like_for_like) {
     fmt::print("like-for-like: overhead of the recorded window, without the {} in {} blocks that were "

@@ -12,7 +12,9 @@
 
 namespace fragscope::gui {
 
-ComparePanel::ComparePanel() { SetConfs("growth=on", "expandable=on"); }
+// TensorFlow's allocator (allow_growth) against fragscope's default policy: the question a user of
+// compare asks first. The preset menus offer the rest (analysis::ComparisonPresets).
+ComparePanel::ComparePanel() { SetConfs(analysis::ComparisonPresets()[1].conf, analysis::ComparisonPresets()[0].conf); }
 
 void ComparePanel::SetConfs(const std::string& a, const std::string& b) {
   conf_text_[0] = a;
@@ -77,8 +79,19 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
     result_ready_ = false;  // another trace was opened: its replays are still to run
   }
   for (int i = 0; i < 2; ++i) {
+    ImGui::PushID(i);
+    // The presets by name; the text stays editable for any configuration.
+    ImGui::SetNextItemWidth(24);
+    if (ImGui::BeginCombo("##preset", nullptr, ImGuiComboFlags_NoPreview)) {
+      for (const analysis::ComparisonPreset& preset : analysis::ComparisonPresets()) {
+        if (ImGui::Selectable(preset.label, conf_text_[i] == preset.conf)) conf_text_[i] = preset.conf;
+      }
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine(0, 2);
     ImGui::SetNextItemWidth(260);
-    ImGui::InputText(i == 0 ? "A##conf" : "B##conf", &conf_text_[i]);
+    ImGui::InputTextWithHint(i == 0 ? "A" : "B", "default policy", &conf_text_[i]);
+    ImGui::PopID();
     ImGui::SameLine();
   }
   if (job_.running()) {

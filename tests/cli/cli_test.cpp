@@ -432,9 +432,15 @@ TEST_F(Cli, WithoutAConfigurationTheDefaultPolicyRuns) {
   ASSERT_EQ(json["configurations"].size(), 3u);
   EXPECT_NE(json["configurations"][0]["alloc_conf"].get<std::string>().find("expandable=on,unmap=lazy"),
             std::string::npos);
+  // Then TensorFlow's allocator with allow_growth, and without it (the whole device up front).
   EXPECT_NE(json["configurations"][1]["alloc_conf"].get<std::string>().find("growth=on"), std::string::npos);
+  EXPECT_NE(json["configurations"][1]["alloc_conf"].get<std::string>().find("policy=tensorflow"), std::string::npos);
+  EXPECT_NE(json["configurations"][2]["alloc_conf"].get<std::string>().find("growth=off"), std::string::npos);
+  EXPECT_NE(json["configurations"][2]["alloc_conf"].get<std::string>().find("policy=tensorflow"), std::string::npos);
   EXPECT_LT(json["configurations"][0]["peak_reserved"].get<std::uint64_t>(),
             json["configurations"][1]["peak_reserved"].get<std::uint64_t>());
+  EXPECT_EQ(json["configurations"][2]["peak_reserved"].get<std::uint64_t>(), 80ull << 30)
+      << "TensorFlow without allow_growth takes the whole (simulated) device";
   r = Run({"compare", Sample("synth-small.fst")});
   EXPECT_NE(r.out.find("default policy"), std::string::npos) << r.out;
   EXPECT_EQ(Run({"min-limit", Sample("synth-small.fst")}).code, 0);

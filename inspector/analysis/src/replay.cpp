@@ -438,4 +438,13 @@ traces::TraceHeader ReplayTraceHeader(const AllocationSequence& sequence,
   return replayer.header();
 }
 
+const std::vector<ComparisonPreset>& ComparisonPresets() {
+  static const std::vector<ComparisonPreset> presets = {
+      {"fragscope default policy", ""},
+      {"TensorFlow, allow_growth", "preset=tensorflow"},
+      {"TensorFlow, whole device (no allow_growth)", "preset=tensorflow,growth=off"},
+  };
+  return presets;
+}
+
 }  // namespace fragscope::analysis

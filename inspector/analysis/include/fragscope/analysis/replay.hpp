@@ -53,6 +53,15 @@ struct ReplayResult {
 // more devices than virtual_devices defines.
 ReplayResult Replay(const AllocationSequence& sequence, const ReplayOptions& options);
 
+// The configurations a comparison offers when the user gives none, in order: fragscope's default
+// policy (the blank configuration), TensorFlow's BFC allocator with allow_growth, and without it.
+// `fragscope compare` runs them all; the inspector's compare offers them by name.
+struct ComparisonPreset {
+  const char* label;  // for people: "TensorFlow, allow_growth"
+  const char* conf;   // the configuration text ("" is the default policy)
+};
+const std::vector<ComparisonPreset>& ComparisonPresets();
+
 // The header of the trace a replay records (what ReplayResult::header will be, up to the creation
 // time), without replaying: producer "fragscope replay 0.1.0", the configuration in canonical form
 // with backing=sim and the capacity used, one description per device. For writers that need the
