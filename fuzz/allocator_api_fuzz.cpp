@@ -1,6 +1,6 @@
 // libFuzzer target: the allocator's public API driven by arbitrary bytes. The first byte picks a
 // policy (sim and host backings, growth, no growth, preallocation, expandable, no gc, passthrough,
-// virtual devices); the rest is a program of allocations (sizes small, near powers of two, near
+// virtual devices, TensorFlow's allocator); the rest is a program of allocations (sizes small, near powers of two, near
 // kMaxRequestBytes and near 2^64 where rounding would wrap), frees of live pointers, and frees of
 // foreign, interior, null and already freed pointers. After every call: the invariant checker,
 // no two live allocations overlap, the stats count the live set, a refused request leaves the
@@ -31,6 +31,8 @@ constexpr const char* kPolicies[] = {
     "backing=sim,capacity=1GiB,limit=256MiB,gc=off",
     "backing=sim,capacity=1GiB,limit=256MiB,passthrough=on",
     "backing=sim,capacity=1GiB,virtual_devices=64MiB+128MiB",
+    "backing=sim,capacity=1GiB,limit=256MiB,preset=tensorflow",
+    "backing=sim,capacity=1GiB,limit=256MiB,preset=tensorflow,growth=off",
     "backing=host,capacity=1GiB,limit=64MiB",
     "backing=host,capacity=1GiB,limit=64MiB,unmap=eager",
     "backing=host,capacity=1GiB,limit=64MiB,growth=on",
