@@ -140,6 +140,9 @@ void BfcAllocator::CheckInvariantsLocked() const {
         if (live_.Find(chunk->address) != chunk) {
           Violation(dev, "live chunk {:#x} is missing from the pointer table", chunk->address);
         }
+        if (chunk->end() - base > stats_.peak_high_water) {
+          Violation(dev, "live chunk {:#x} reaches past the peak high water {}", chunk->address, stats_.peak_high_water);
+        }
       } else {
         ++free_chunks;
         largest_free = std::max(largest_free, chunk->size);
@@ -218,13 +221,6 @@ void BfcAllocator::CheckInvariantsLocked() const {
       s.peak_regions < s.regions || (!paging_ && s.peak_largest_free < largest_free) ||
       s.peak_address_space < s.address_space) {
     Violation(dev, "a peak is below its current value");
-  }
-  for (const auto& [base, region] : regions_) {
-    for (const Chunk* chunk = region->first; chunk != nullptr; chunk = chunk->next) {
-      if (chunk->in_use() && chunk->address + chunk->size - base > s.peak_high_water) {
-        Violation(dev, "live chunk {:#x} reaches past the peak high water {}", chunk->address, s.peak_high_water);
-      }
-    }
   }
   if (s.total_allocs - s.total_frees != s.allocations) {
     Violation(dev, "{} allocations minus {} frees != {} live", s.total_allocs, s.total_frees, s.allocations);

@@ -354,32 +354,31 @@ void BfcAllocator::CheckPagesLocked() const {
   if (pages_.mapped_bytes() > options_.limit) {
     fail(fmt::format("{} bytes mapped, above the limit {}", pages_.mapped_bytes(), options_.limit));
   }
-  std::vector<bool> touched(pages_.high_water(), false);
+  // The pages live chunks touch, as a map of the same range: then cached == mapped & ~touched is
+  // compared a word at a time (a per-page loop made the million-operation stress test 3x slower).
+  PageMap touched;
+  touched.Reset(expandable_region_->base, expandable_region_->max_size, pages_.page_bytes());
   for (const Chunk* chunk = expandable_region_->first; chunk != nullptr; chunk = chunk->next) {
     if (!chunk->in_use()) continue;
     if (!pages_.Covers(chunk->address, chunk->size)) {
       fail(fmt::format("live chunk {:#x} ({} bytes) lies on an unmapped page", chunk->address, chunk->size));
     }
-    const std::uint64_t end = pages_.EndPage(chunk->address, chunk->size);
-    for (std::uint64_t p = pages_.FirstPage(chunk->address); p < end && p < touched.size(); ++p) touched[p] = true;
+    touched.Set(pages_.FirstPage(chunk->address), pages_.EndPage(chunk->address, chunk->size));
   }
-  std::uint64_t cached = 0;
-  for (std::uint64_t p = 0; p < touched.size(); ++p) {
-    if (cached_.IsMapped(p) != (pages_.IsMapped(p) && !touched[p])) {
-      fail(fmt::format("page {:#x} is {}cached but {}", pages_.AddressOf(p), cached_.IsMapped(p) ? "" : "not ",
-                       !pages_.IsMapped(p) ? "unmapped" : touched[p] ? "a live chunk touches it" : "mapped and free"));
-    }
-    cached += cached_.IsMapped(p);
+  const std::uint64_t end = pages_.high_water();
+  if (cached_.high_water() > end) {
+    fail(fmt::format("cached pages up to page {}, above the highest mapped page {}", cached_.high_water(), end));
   }
-  if (cached != cached_.mapped_pages() || cached_.high_water() > pages_.high_water()) {
-    fail(fmt::format("{} cached pages counted, {} found", cached_.mapped_pages(), cached));
+  if (const std::uint64_t p = cached_.FirstMismatch(pages_, touched, end); p != end) {
+    fail(fmt::format("page {:#x} is {}cached but {}", pages_.AddressOf(p), cached_.IsMapped(p) ? "" : "not ",
+                     !pages_.IsMapped(p) ? "unmapped" : touched.IsMapped(p) ? "a live chunk touches it" : "mapped and free"));
   }
-  if (unmap_eager_ && options_.preallocate_bytes == 0) {
-    for (std::uint64_t p = 0; p < touched.size(); ++p) {
-      if (pages_.IsMapped(p) && !touched[p]) {
-        fail(fmt::format("unmap=eager keeps page {:#x} mapped with no live chunk on it", pages_.AddressOf(p)));
-      }
-    }
+  if (cached_.CountSet(0, end) != cached_.mapped_pages()) {
+    fail(fmt::format("{} cached pages counted, {} found", cached_.mapped_pages(), cached_.CountSet(0, end)));
+  }
+  // unmap=eager: mapped pages are exactly the touched ones (none cached).
+  if (unmap_eager_ && options_.preallocate_bytes == 0 && cached_.mapped_pages() != 0) {
+    fail(fmt::format("unmap=eager keeps {} pages mapped with no live chunk on them", cached_.mapped_pages()));
   }
 }
 

@@ -103,6 +103,16 @@ class PageMap {
     }
   }
 
+  // The first page below `end` whose bit differs from (a & ~b)'s (maps of the same range); `end`
+  // if none. A word at a time: the invariant checker's comparison of whole maps.
+  std::uint64_t FirstMismatch(const PageMap& a, const PageMap& b, std::uint64_t end) const {
+    for (std::uint64_t word = 0; word * 64 < end; ++word) {
+      const std::uint64_t diff = (words_[word] ^ (a.words_[word] & ~b.words_[word])) & Mask(0, std::min<std::uint64_t>(64, end - word * 64));
+      if (diff != 0) return word * 64 + static_cast<std::uint64_t>(std::countr_zero(diff));
+    }
+    return end;
+  }
+
   // Calls fn(first, end) for each maximal run of set pages in [first, end), from the top down,
   // while fn returns true.
   template <typename Fn>
