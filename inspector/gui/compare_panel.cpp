@@ -59,7 +59,8 @@ void ComparePanel::Start(const Document& document) {
     for (int i = 0; i < 2; ++i) {
       analysis::ReplayOptions options;
       options.conf = ParseAllocConf(texts[i]);
-      std::string label = texts[i];
+      // A blank configuration is the default policy: say so, as `fragscope compare` does.
+      std::string label = texts[i].find_first_not_of(" \t") == std::string::npos ? "default policy" : texts[i];
       if (!options.conf.limit && recorded_limit) {
         options.conf.limit = recorded_limit;
         label += fmt::format(" (limit {} as recorded)", FormatBytes(*recorded_limit));

@@ -275,6 +275,21 @@ TEST(Inspector, CompareReplaysBothConfigurationsSideBySide) {
   EXPECT_TRUE(app->compare().has_result());
 }
 
+// Without configurations of its own, compare sets TensorFlow's allocator (allow_growth) against
+// fragscope's default policy: the presets `fragscope compare` runs (analysis::ComparisonPresets).
+TEST(Inspector, CompareDefaultsToTensorflowAgainstTheDefaultPolicy) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-small.fst", "compare", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  app->compare().Start(*app->document());
+  app->compare().Wait();
+  Render(*app);
+  ASSERT_TRUE(app->compare().has_result());
+  EXPECT_EQ(app->compare().side_label(0).rfind("preset=tensorflow", 0), 0u) << app->compare().side_label(0);
+  EXPECT_EQ(app->compare().side_label(1).rfind("default policy", 0), 0u) << app->compare().side_label(1);
+}
+
 TEST(Inspector, AllPanelsRenderAndTheTableListsTheLiveAllocations) {
   std::string skip;
   auto app = OpenApp(kSamples + "synth-small.fst", "", std::nullopt, &skip);
