@@ -3,6 +3,7 @@
 // model reads that from the events alone: no lookahead, no configuration text.
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <unistd.h>
@@ -163,6 +164,25 @@ class CountingWriter : public traces::EventSink {
   traces::TraceWriter& writer_;
 };
 
+// Runs `body` on device 0 of `system` with every event recorded to a temporary .fst file (the sink
+// tells body how many events came so far), and returns the trace read back.
+traces::Trace RecordToTrace(MemorySystem& system,
+                            const std::function<void(DeviceAllocator&, const CountingWriter&)>& body) {
+  const std::string path = (std::filesystem::path(::testing::TempDir()) /
+                            ("paging_" + std::to_string(::getpid()) + ".fst")).string();
+  {
+    traces::TraceWriter writer(path, system.MakeTraceHeader("paging_test"));
+    CountingWriter sink(writer);
+    system.SetSink(&sink);
+    body(system.device(0), sink);
+    system.SetSink(nullptr);
+    writer.Close();
+  }
+  traces::Trace trace = traces::ReadTrace(path);
+  std::filesystem::remove(path);
+  return trace;
+}
+
 // The acceptance test of paging traces: a run of the allocator with expandable=on (both unmap
 // modes), recorded to an .fst file, read back and modelled, has the allocator's own reserved bytes
 // at every step, one region per mapped extent, and records its pages as map/unmap inside one
@@ -170,8 +190,6 @@ class CountingWriter : public traces::EventSink {
 class RecordedPaging : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RecordedPaging, HasTheAllocatorsReservedBytesAtEveryStep) {
-  const std::string path = (std::filesystem::path(::testing::TempDir()) /
-                            ("paging_" + std::to_string(::getpid()) + ".fst")).string();
   auto system = MemorySystem::Create(ParseAllocConf(
       std::string("backing=sim,capacity=1GiB,limit=512MiB,expandable=on,gc=on,unmap=") + GetParam()));
   struct Step {
@@ -180,11 +198,7 @@ TEST_P(RecordedPaging, HasTheAllocatorsReservedBytesAtEveryStep) {
     std::size_t mapped_runs;
   };
   std::vector<Step> steps;
-  {
-    traces::TraceWriter writer(path, system->MakeTraceHeader("paging_test"));
-    CountingWriter sink(writer);
-    system->SetSink(&sink);
-    DeviceAllocator& a = system->device(0);
+  const traces::Trace trace = RecordToTrace(*system, [&](DeviceAllocator& a, const CountingWriter& sink) {
     std::mt19937_64 rng(20240611);
     std::vector<void*> live;
     for (int op = 0; op < 3000; ++op) {
@@ -204,11 +218,7 @@ TEST_P(RecordedPaging, HasTheAllocatorsReservedBytesAtEveryStep) {
     }
     for (void* p : live) a.Free(p);
     steps.push_back({sink.count, a.Stats(), a.Snapshot().regions.at(0).mapped.size()});
-    system->SetSink(nullptr);
-    writer.Close();
-  }
-  const traces::Trace trace = traces::ReadTrace(path);
-  std::filesystem::remove(path);
+  });
   ASSERT_EQ(trace.events.size(), steps.back().events);
   std::size_t spaces = 0, maps = 0, unmaps = 0, regions = 0;
   for (const Event& e : trace.events) {
@@ -252,16 +262,10 @@ class RecordedPagingOoms : public ::testing::TestWithParam<const char*> {};
 TEST_P(RecordedPagingOoms, AreExplainedInPagesAsTheAllocatorExplainedThem) {
   for (const char* limit : {"24MiB", "96MiB"}) {
     SCOPED_TRACE(limit);
-    const std::string path = (std::filesystem::path(::testing::TempDir()) /
-                              ("paging_oom_" + std::to_string(::getpid()) + ".fst")).string();
     auto system = MemorySystem::Create(ParseAllocConf(
         std::string("backing=sim,capacity=1GiB,limit=") + limit + ",unmap=" + GetParam()));
     std::vector<OomReport> reports;
-    {
-      traces::TraceWriter writer(path, system->MakeTraceHeader("paging_test"));
-      CountingWriter sink(writer);
-      system->SetSink(&sink);
-      DeviceAllocator& a = system->device(0);
+    const traces::Trace trace = RecordToTrace(*system, [&](DeviceAllocator& a, const CountingWriter&) {
       std::mt19937_64 rng(20261124);
       std::vector<void*> live;
       for (int op = 0; op < 4000; ++op) {
@@ -279,11 +283,7 @@ TEST_P(RecordedPagingOoms, AreExplainedInPagesAsTheAllocatorExplainedThem) {
         }
       }
       for (void* p : live) a.Free(p);
-      system->SetSink(nullptr);
-      writer.Close();
-    }
-    const traces::Trace trace = traces::ReadTrace(path);
-    std::filesystem::remove(path);
+    });
     const auto model = Build(trace.events, 64, trace.header);
     const std::vector<OomDiagnosis> ooms = model->Ooms(0);
     ASSERT_EQ(ooms.size(), reports.size());
