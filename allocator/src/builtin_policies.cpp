@@ -1,4 +1,5 @@
-// The policies fragscope ships: "bfc" and "passthrough" (policy.hpp). Each is one entry: its check,
+// The policies fragscope ships: "bfc" and "passthrough" (policy.hpp), and the presets
+// "tensorflow" and "pytorch". Each is one entry: its check,
 // factory, description and advice.
 #include <fmt/format.h>
 
@@ -6,6 +7,7 @@
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/policy.hpp"
 #include "passthrough_allocator.hpp"
+#include "pytorch_caching_allocator.hpp"
 
 namespace fragscope {
 namespace {
@@ -50,6 +52,61 @@ Policy TensorflowPreset() {
     AddPolicyAdvice(report, PolicyFacts{conf.gc, false, false});
   };
   return tf;
+}
+
+// preset=pytorch: PyTorch's CUDA caching allocator (pytorch_caching_allocator.hpp), with its
+// settings under their own names. It has no growth, preallocation or gc switch of ours: segments
+// are sized per request, and cached segments are always released before an OOM.
+Policy PytorchPreset() {
+  Policy pt;
+  pt.name = "pytorch";
+  pt.description =
+      "PyTorch's CUDA caching allocator: small and large pools, 2/20 MiB segments, its split and "
+      "release rules; expandable_segments, max_split_size_mb, garbage_collection_threshold, "
+      "roundup_power2_divisions as in PYTORCH_CUDA_ALLOC_CONF";
+  pt.check = [](const AllocConf& conf) {
+    if (conf.expandable.value_or(false)) {
+      throw ConfigError("expandable", "preset=pytorch pages with PyTorch's own setting: use "
+                                      "expandable_segments=on instead of expandable=on");
+    }
+    if (conf.preallocate > 0.0) {
+      throw ConfigError("preallocate", "preset=pytorch reserves segments per request, as PyTorch does; "
+                                       "it has no preallocation");
+    }
+    if (!conf.growth) {
+      throw ConfigError("growth", "preset=pytorch has no growth setting: PyTorch sizes each segment by "
+                                  "the request (2 MiB, 20 MiB, or the request rounded to 2 MiB)");
+    }
+    if (!conf.gc) {
+      throw ConfigError("gc", "preset=pytorch always releases its cached segments and retries before "
+                              "an OOM, as PyTorch does: gc=off has no PyTorch equivalent");
+    }
+    if (conf.pytorch.expandable_segments && !TraitsOf(conf.backing).grows_in_place) {
+      throw ConfigError("expandable_segments",
+                        fmt::format("expandable_segments=on needs backing sim, host or vmm, not backing {}",
+                                    ToString(conf.backing)));
+    }
+  };
+  pt.create = [](const PolicyContext& context) -> std::unique_ptr<DeviceAllocator> {
+    pytorch::PytorchOptions options;
+    options.device = context.device;
+    options.limit = context.limit;
+    options.capacity = context.backing.info().capacity;
+    options.settings = context.conf.pytorch;
+    return std::make_unique<pytorch::PytorchCachingAllocator>(context.backing, options);
+  };
+  pt.describe = [](const AllocConf& conf) {
+    std::string text = conf.pytorch.expandable_segments ? "pytorch expandable_segments" : "pytorch";
+    if (conf.pytorch.max_split_size != UINT64_MAX) {
+      text += fmt::format(" max_split_size_mb={}", conf.pytorch.max_split_size >> 20);
+    }
+    if (conf.pytorch.garbage_collection_threshold > 0.0) {
+      text += fmt::format(" garbage_collection_threshold={}", conf.pytorch.garbage_collection_threshold);
+    }
+    return text;
+  };
+  pt.advise = [](OomReport& report, const AllocConf& conf) { pytorch::AddPytorchAdvice(report, conf.pytorch); };
+  return pt;
 }
 
 }  // namespace
@@ -102,6 +159,7 @@ std::vector<Policy> BuiltinPolicies() {
   policies.push_back(std::move(passthrough));
 
   policies.push_back(TensorflowPreset());
+  policies.push_back(PytorchPreset());
 
   return policies;
 }

@@ -18,6 +18,7 @@
 #include "fragscope/allocator/policy.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/traces/byte_math.hpp"
+#include "pytorch_settings.hpp"
 
 namespace fragscope {
 namespace {
@@ -258,6 +259,20 @@ void ParsePassthrough(std::string_view key, std::string_view value, AllocConf& c
   conf.passthrough = ParseSwitch(key, value);
 }
 
+// preset=pytorch's settings, under PyTorch's names (pytorch_settings.cpp reads the values).
+void ParseExpandableSegments(std::string_view key, std::string_view value, AllocConf& conf) {
+  conf.pytorch.expandable_segments = ParseSwitch(key, value);
+}
+void ParseMaxSplitSizeMb(std::string_view key, std::string_view value, AllocConf& conf) {
+  pytorch::ParseMaxSplitSizeMb(key, value, conf.pytorch);
+}
+void ParseGarbageCollectionThreshold(std::string_view key, std::string_view value, AllocConf& conf) {
+  pytorch::ParseGarbageCollectionThreshold(key, value, conf.pytorch);
+}
+void ParseRoundupPower2Divisions(std::string_view key, std::string_view value, AllocConf& conf) {
+  pytorch::ParseRoundupPower2Divisions(key, value, conf.pytorch);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The keys, in documentation order.
 
@@ -281,6 +296,10 @@ enum KeyIndex : std::size_t {
   kPassthroughKey,
   kPolicyKey,
   kPresetKey,
+  kExpandableSegmentsKey,
+  kMaxSplitSizeMbKey,
+  kGarbageCollectionThresholdKey,
+  kRoundupPower2DivisionsKey,
   kKeyCount,
 };
 
@@ -299,6 +318,10 @@ constexpr std::array<KeySpec, kKeyCount> kKeys = {{
     {"passthrough", ParsePassthrough},
     {"policy", ParsePolicy},
     {"preset", ParsePreset},
+    {"expandable_segments", ParseExpandableSegments},
+    {"max_split_size_mb", ParseMaxSplitSizeMb},
+    {"garbage_collection_threshold", ParseGarbageCollectionThreshold},
+    {"roundup_power2_divisions", ParseRoundupPower2Divisions},
 }};
 
 std::string KeyList() {
@@ -368,6 +391,16 @@ void SettlePolicy(AllocConf& conf, const std::array<bool, kKeyCount>& given) {
 // Checks the keys against each other, once all are read. `given` says which keys the text set.
 void CheckCombination(AllocConf& conf, const std::array<bool, kKeyCount>& given) {
   SettlePolicy(conf, given);
+  for (const KeyIndex key : {kExpandableSegmentsKey, kMaxSplitSizeMbKey, kGarbageCollectionThresholdKey,
+                             kRoundupPower2DivisionsKey}) {
+    if (given[key] && conf.policy != "pytorch") {
+      throw ConfigError(std::string(kKeys[key].name),
+                        fmt::format("{} is a setting of preset=pytorch (PyTorch's own name for it): add "
+                                    "preset=pytorch, or use fragscope's keys{}",
+                                    kKeys[key].name,
+                                    key == kExpandableSegmentsKey ? " (expandable=on pages here)" : ""));
+    }
+  }
   if (conf.external_use != 0 && !TraitsOf(conf.backing).simulates_external_use) {
     throw ConfigError(
         "external_use",
@@ -436,7 +469,19 @@ struct Item {
   std::string_view value;
 };
 
-// Splits the string at commas and each item at its first '='. Throws ConfigError("") for an empty
+// The first comma of `text` outside square brackets (roundup_power2_divisions=[256:1,>:8] keeps
+// PyTorch's list form), or npos.
+std::size_t TopLevelComma(std::string_view text) {
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '[') ++depth;
+    else if (text[i] == ']' && depth > 0) --depth;
+    else if (text[i] == ',' && depth == 0) return i;
+  }
+  return std::string_view::npos;
+}
+
+// Splits the string at commas (outside brackets) and each item at its first '='. Throws ConfigError("") for an empty
 // item ("a=1,,b=2", a comma at either end) or an item that is not key=value.
 std::vector<Item> SplitItems(std::string_view text) {
   std::vector<Item> items;
@@ -444,7 +489,7 @@ std::vector<Item> SplitItems(std::string_view text) {
   std::size_t offset = 0;  // character offset of the current item in `text`
   while (true) {
     const std::size_t position = items.size() + 1;  // 1-based, for messages
-    const std::size_t comma = rest.find(',');
+    const std::size_t comma = TopLevelComma(rest);
     const std::string_view item = Trim(rest.substr(0, comma));
     if (item.empty()) {
       throw ConfigError(
@@ -479,7 +524,7 @@ bool AllocConf::operator==(const AllocConf& o) const {
          external_use == o.external_use && growth == o.growth && preallocate == o.preallocate &&
          limit == o.limit && virtual_devices == o.virtual_devices && gc == o.gc &&
          Paging() == o.Paging() && (!Paging() || unmap == o.unmap) && passthrough == o.passthrough &&
-         policy == o.policy;
+         policy == o.policy && pytorch == o.pytorch;
 }
 
 std::string_view ToString(UnmapMode mode) { return mode == UnmapMode::kEager ? "eager" : "lazy"; }
@@ -505,11 +550,21 @@ std::string AllocConf::ToString() const {
   if (Paging()) add("unmap", fragscope::ToString(unmap));
   add("passthrough", FormatSwitch(passthrough));
   if (!policy.empty()) add("policy", policy);  // a registered policy other than the built-ins
+  if (policy == "pytorch") {
+    add("expandable_segments", FormatSwitch(pytorch.expandable_segments));
+    if (pytorch.max_split_size != UINT64_MAX) add("max_split_size_mb", pytorch::FormatMaxSplitSizeMb(pytorch));
+    if (pytorch.garbage_collection_threshold > 0.0) {
+      add("garbage_collection_threshold", pytorch::FormatGarbageCollectionThreshold(pytorch));
+    }
+    if (const std::string divisions = pytorch::FormatRoundupPower2Divisions(pytorch); !divisions.empty()) {
+      add("roundup_power2_divisions", divisions);
+    }
+  }
   return out;
 }
 
 const std::vector<std::string_view>& PresetNames() {
-  static const std::vector<std::string_view> names = {"tensorflow"};
+  static const std::vector<std::string_view> names = {"tensorflow", "pytorch"};
   return names;
 }
 

@@ -6,6 +6,7 @@
 //   backing=sim,virtual_devices=2GiB+6GiB
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,6 +28,19 @@ std::string_view ToString(UnmapMode mode);
 // Whether `policy` names a preset: another framework's allocator (PresetNames()).
 bool IsPreset(std::string_view policy);
 
+// preset=pytorch's settings, under PyTorch's own names (PYTORCH_CUDA_ALLOC_CONF): keys
+// expandable_segments, max_split_size_mb, garbage_collection_threshold, roundup_power2_divisions.
+// docs/allocator.md, "Presets".
+struct PytorchSettings {
+  bool expandable_segments = false;
+  std::uint64_t max_split_size = UINT64_MAX;    // max_split_size_mb, in bytes; UINT64_MAX: unset
+  double garbage_collection_threshold = 0.0;    // a fraction of the limit; 0: off
+  // Divisions per size interval, as PyTorch keeps them: [0] sizes below 2 MiB, [i] sizes in
+  // [2^(20+i), 2^(21+i)), [15] from 32 GiB. 0 (and 1): plain 512-byte rounding.
+  std::array<std::uint32_t, 16> roundup_power2_divisions{};
+  bool operator==(const PytorchSettings&) const = default;
+};
+
 struct AllocConf {
   BackingKind backing = BackingKind::kSim;
   std::optional<std::uint64_t> capacity;   // device size; default: sim 80 GiB, host RAM, GPU total
@@ -43,6 +57,7 @@ struct AllocConf {
   UnmapMode unmap = UnmapMode::kLazy;      // paging: when whole free pages are unmapped
   bool passthrough = false;                // one backing call per request, no caching
   std::string policy;                      // a registered policy (policy.hpp); empty: by passthrough
+  PytorchSettings pytorch;                 // preset=pytorch only
 
   // Whether this configuration pages: expandable when given, else wherever the backing can page
   // (sim, host, vmm) and the policy caches.
@@ -58,7 +73,7 @@ struct AllocConf {
   bool operator==(const AllocConf& other) const;
 };
 
-// The policies that preset= names: other frameworks' allocators ("tensorflow").
+// The policies that preset= names: other frameworks' allocators ("tensorflow", "pytorch").
 const std::vector<std::string_view>& PresetNames();
 
 // The keys ParseAllocConf accepts, in documentation order.
