@@ -70,8 +70,14 @@ AllocatorSnapshot PytorchCachingAllocator::Snapshot() const {
   }
   for (const Block* block : AllBlocksLocked()) {
     RegionView& region = regions.at(block->segment->base);
-    region.chunks.push_back(ChunkView{block->address, block->size, block->requested, block->alloc_id,
-                                      block->stream, block->tag, block->allocated});
+    // Chunks say what is free or in use; `mapped` says which pages hold memory. A free block and
+    // the unmapped range beside it are one free chunk, as in every paging region.
+    if (!block->allocated && !region.chunks.empty() && !region.chunks.back().in_use) {
+      region.chunks.back().size += block->size;
+    } else {
+      region.chunks.push_back(ChunkView{block->address, block->size, block->requested, block->alloc_id,
+                                        block->stream, block->tag, block->allocated});
+    }
     if (!region.paging || !block->mapped) continue;
     if (!region.mapped.empty() && region.mapped.back().address + region.mapped.back().size == block->address) {
       region.mapped.back().size += block->size;

@@ -141,7 +141,8 @@ TEST(AllocConf, BlankStringMeansDefaults) {
 TEST(AllocConf, KeysInDocumentationOrder) {
   const std::vector<std::string_view> expected = {
       "backing", "capacity",        "device", "external_use", "growth",     "preallocate",
-      "limit",   "virtual_devices", "gc",     "expandable",   "unmap", "passthrough", "policy", "preset"};
+      "limit",   "virtual_devices", "gc",     "expandable",   "unmap", "passthrough", "policy", "preset",
+      "expandable_segments", "max_split_size_mb", "garbage_collection_threshold", "roundup_power2_divisions"};
   EXPECT_EQ(AllocConfKeys(), expected);
 }
 
@@ -435,7 +436,7 @@ TEST(AllocConfSyntax, UnknownKeySuggestsACloseOne) {
         std::tuple{"limits=1GiB", "limits", "limit"},
         std::tuple{"gcc=on", "gcc", "gc"},
         std::tuple{"x=1", "x", ""},
-        std::tuple{"expandable_segments=on", "expandable_segments", ""}}) {
+        std::tuple{"expandable_segment=on", "expandable_segment", "expandable_segments"}}) {
     const std::optional<ConfigError> e = ParseError(text);
     ASSERT_TRUE(e.has_value()) << text;
     EXPECT_EQ(e->key(), key);

@@ -57,6 +57,7 @@ std::vector<PolicyCase> ConformanceCases() {
       {"unmap_eager", ",unmap=eager", true, true},
       {"gc_off", ",gc=off"},
       {"virtual_devices", ",virtual_devices=1GiB+512MiB", false, false, true},
+      {"expandable_segments", ",expandable_segments=on", true, true},
   };
   return testing::EnumeratePolicyCases(backings, variants);
 }
@@ -190,8 +191,13 @@ TEST_P(Conformance, LimitIsNeverExceededAndOomLeavesStateUsable) {
   const AllocatorStats stats = allocator().Stats();
   EXPECT_LE(stats.reserved, allocator().limit());
   EXPECT_LE(held.size() * 8 * MiB, allocator().limit());
-  EXPECT_GE(held.size() * 8 * MiB + 8 * MiB + 16 * MiB, allocator().limit())
-      << "more than two requests' worth of the limit went unused";
+  // PyTorch packs two 8 MiB blocks per 20 MiB segment and strands the rest, as the real one does
+  // (its exact figures: pytorch_preset_test.cpp); every other policy uses the limit to within two
+  // requests.
+  if (ParseAllocConf(GetParam().conf).policy != "pytorch") {
+    EXPECT_GE(held.size() * 8 * MiB + 8 * MiB + 16 * MiB, allocator().limit())
+        << "more than two requests' worth of the limit went unused";
+  }
   EXPECT_EQ(report.numbers.in_use, stats.in_use);
   EXPECT_EQ(report.numbers.reserved, stats.reserved);
   EXPECT_EQ(report.numbers.limit, allocator().limit());
@@ -397,17 +403,17 @@ TEST(PolicyTables, EveryRegisteredPolicyOnEveryBackingThatTakesIt) {
       "sim_bfc", "sim_bfc_growth", "sim_bfc_growth_off", "sim_bfc_preallocate", "sim_bfc_unmap_eager",
       "sim_bfc_gc_off", "sim_bfc_virtual_devices", "sim_passthrough", "sim_passthrough_virtual_devices",
       "sim_tensorflow", "sim_tensorflow_growth_off", "sim_tensorflow_gc_off", "sim_tensorflow_virtual_devices",
-      "sim_toy", "sim_toy_virtual_devices", "host_bfc", "host_bfc_growth", "host_bfc_growth_off",
+      "sim_pytorch", "sim_pytorch_virtual_devices", "sim_pytorch_expandable_segments", "sim_toy", "sim_toy_virtual_devices", "host_bfc", "host_bfc_growth", "host_bfc_growth_off",
       "host_bfc_preallocate", "host_bfc_unmap_eager", "host_bfc_gc_off", "host_bfc_virtual_devices",
       "host_passthrough", "host_passthrough_virtual_devices", "host_tensorflow", "host_tensorflow_growth_off",
-      "host_tensorflow_gc_off", "host_tensorflow_virtual_devices", "host_toy", "host_toy_virtual_devices",
+      "host_tensorflow_gc_off", "host_tensorflow_virtual_devices", "host_pytorch", "host_pytorch_virtual_devices", "host_pytorch_expandable_segments", "host_toy", "host_toy_virtual_devices",
       "cuda_bfc", "cuda_bfc_growth_off", "cuda_bfc_preallocate", "cuda_bfc_gc_off",
       "cuda_bfc_virtual_devices", "cuda_passthrough", "cuda_passthrough_virtual_devices", "cuda_tensorflow",
-      "cuda_tensorflow_growth_off", "cuda_tensorflow_gc_off", "cuda_tensorflow_virtual_devices", "cuda_toy",
+      "cuda_tensorflow_growth_off", "cuda_tensorflow_gc_off", "cuda_tensorflow_virtual_devices", "cuda_pytorch", "cuda_pytorch_virtual_devices", "cuda_toy",
       "cuda_toy_virtual_devices", "vmm_bfc", "vmm_bfc_growth", "vmm_bfc_growth_off",
       "vmm_bfc_preallocate", "vmm_bfc_unmap_eager", "vmm_bfc_gc_off", "vmm_bfc_virtual_devices",
       "vmm_passthrough", "vmm_passthrough_virtual_devices", "vmm_tensorflow", "vmm_tensorflow_growth_off",
-      "vmm_tensorflow_gc_off", "vmm_tensorflow_virtual_devices", "vmm_toy", "vmm_toy_virtual_devices",
+      "vmm_tensorflow_gc_off", "vmm_tensorflow_virtual_devices", "vmm_pytorch", "vmm_pytorch_virtual_devices", "vmm_pytorch_expandable_segments", "vmm_toy", "vmm_toy_virtual_devices",
       "async_passthrough", "async_passthrough_virtual_devices"};
   EXPECT_EQ(names, expected);
 

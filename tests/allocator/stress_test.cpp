@@ -43,6 +43,7 @@ std::vector<PolicyCase> StressCases() {
       {"unmap_eager", ",unmap=eager", true, true},
       {"gc_off", ",gc=off"},
       {"virtual_device", ",virtual_devices=4GiB+4GiB", false, false, true},
+      {"expandable_segments", ",expandable_segments=on", true, true},
   };
   return testing::EnumeratePolicyCases(backings, variants);
 }
