@@ -36,17 +36,9 @@
 #include "fragscope/allocator/backing.hpp"
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/device_allocator.hpp"
+#include "fragscope/allocator/pytorch_sizes.hpp"
 
 namespace fragscope::pytorch {
-
-// PyTorch's constants (CUDACachingAllocator.h).
-inline constexpr std::uint64_t kMinBlockSize = 512;              // every size rounds to this
-inline constexpr std::uint64_t kSmallSize = 1ull << 20;          // largest request of the small pool
-inline constexpr std::uint64_t kSmallBuffer = 2ull << 20;        // small pool segments
-inline constexpr std::uint64_t kLargeBuffer = 20ull << 20;       // segments for 1-10 MiB requests
-inline constexpr std::uint64_t kMinLargeAlloc = 10ull << 20;     // from here, segments fit the request
-inline constexpr std::uint64_t kRoundLarge = 2ull << 20;         // ... rounded up to this
-inline constexpr std::uint64_t kNoMaxSplit = UINT64_MAX;         // max_split_size unset
 
 struct PytorchOptions {
   std::uint32_t device = 0;
@@ -55,11 +47,6 @@ struct PytorchOptions {
   PytorchSettings settings;
 };
 
-// round_size: 512-byte multiples, or the next power-of-two division when roundup_power2_divisions
-// asks for it at this size. Precondition: size <= kMaxRequestBytes.
-std::uint64_t RoundSize(std::uint64_t size, const PytorchSettings& settings);
-// get_allocation_size: the segment a request of `size` (rounded) gets when no cached block fits.
-std::uint64_t AllocationSize(std::uint64_t size);
 // For a fragmentation OOM without expandable segments, PyTorch's own advice first.
 void AddPytorchAdvice(OomReport& report, const PytorchSettings& settings);
 
