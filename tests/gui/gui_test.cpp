@@ -15,6 +15,7 @@
 
 #include "app.hpp"
 #include "gui_support.hpp"
+#include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/synth.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/traces/trace_writer.hpp"
@@ -288,6 +289,30 @@ TEST(Inspector, CompareDefaultsToTensorflowAgainstTheDefaultPolicy) {
   ASSERT_TRUE(app->compare().has_result());
   EXPECT_EQ(app->compare().side_label(0).rfind("preset=tensorflow", 0), 0u) << app->compare().side_label(0);
   EXPECT_EQ(app->compare().side_label(1).rfind("default policy", 0), 0u) << app->compare().side_label(1);
+}
+
+// The presets issue: the inspector's compare offers every preset of `fragscope compare`, PyTorch's
+// two among them, and replays them side by side without an error.
+TEST(Inspector, CompareOffersPytorchsPresets) {
+  std::vector<std::string> confs;
+  for (const auto& preset : analysis::ComparisonPresets()) confs.emplace_back(preset.conf);
+  ASSERT_EQ(confs.size(), 5u);
+  EXPECT_EQ(confs[3], "preset=pytorch");
+  EXPECT_EQ(confs[4], "preset=pytorch,expandable_segments=on");
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-small.fst", "compare", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  app->compare().SetConfs(confs[3], confs[4]);
+  app->compare().Start(*app->document());
+  app->compare().Wait();
+  Render(*app);
+  ASSERT_TRUE(app->compare().has_result()) << app->compare().error();
+  EXPECT_EQ(app->compare().side_label(0).rfind("preset=pytorch", 0), 0u) << app->compare().side_label(0);
+  EXPECT_NE(app->compare().side_label(1).find("expandable_segments=on"), std::string::npos)
+      << app->compare().side_label(1);
+  EXPECT_EQ(app->compare().side_ooms(0), 0u);
+  EXPECT_EQ(app->compare().side_ooms(1), 0u);
 }
 
 TEST(Inspector, AllPanelsRenderAndTheTableListsTheLiveAllocations) {

@@ -443,6 +443,8 @@ const std::vector<ComparisonPreset>& ComparisonPresets() {
       {"fragscope default policy", ""},
       {"TensorFlow, allow_growth", "preset=tensorflow"},
       {"TensorFlow, whole device (no allow_growth)", "preset=tensorflow,growth=off"},
+      {"PyTorch, default", "preset=pytorch"},
+      {"PyTorch, expandable_segments", "preset=pytorch,expandable_segments=on"},
   };
   return presets;
 }

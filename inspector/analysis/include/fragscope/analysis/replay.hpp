@@ -54,7 +54,8 @@ struct ReplayResult {
 ReplayResult Replay(const AllocationSequence& sequence, const ReplayOptions& options);
 
 // The configurations a comparison offers when the user gives none, in order: fragscope's default
-// policy (the blank configuration), TensorFlow's BFC allocator with allow_growth, and without it.
+// policy (the blank configuration), TensorFlow's BFC allocator with allow_growth and without it,
+// PyTorch's caching allocator by default and with expandable segments.
 // `fragscope compare` runs them all; the inspector's compare offers them by name.
 struct ComparisonPreset {
   const char* label;  // for people: "TensorFlow, allow_growth"
