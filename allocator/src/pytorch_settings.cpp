@@ -124,9 +124,20 @@ std::string FormatRoundupPower2Divisions(const PytorchSettings& settings) {
   if (d[0] != 0 && std::all_of(d.begin(), d.end(), [&d](std::uint32_t v) { return v == d[0]; })) {
     return fmt::format("{}", d[0]);
   }
-  std::string out = "[";
-  for (std::size_t i = 0; i + 1 < d.size(); ++i) out += fmt::format("{}:{},", std::uint64_t{1} << i, d[i]);
-  return out + fmt::format(">:{}]", d.back());
+  // The shortest list that parses back equal: the first entry covers the run of equal values from
+  // the smallest sizes (its value also fills below it), '>' the run of equal values up to the
+  // largest, and the intervals between are named one by one.
+  const std::size_t n = d.size();
+  std::size_t first_end = 0;  // the last index of the leading run
+  while (first_end + 1 < n && d[first_end + 1] == d[0]) ++first_end;
+  std::size_t tail_start = n - 1;  // the first index of the trailing run
+  while (tail_start > 0 && d[tail_start - 1] == d[n - 1]) --tail_start;
+  std::string out = fmt::format("[{}:{}", std::uint64_t{1} << first_end, d[0]);
+  for (std::size_t i = first_end + 1; i < std::max(tail_start, first_end + 1); ++i) {
+    out += fmt::format(",{}:{}", std::uint64_t{1} << i, d[i]);
+  }
+  if (first_end + 1 < n) out += fmt::format(",>:{}", d[n - 1]);
+  return out + "]";
 }
 
 }  // namespace fragscope::pytorch

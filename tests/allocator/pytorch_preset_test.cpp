@@ -347,6 +347,16 @@ TEST(PytorchPreset, SettingsReadAndPrintUnderPytorchsNames) {
   EXPECT_EQ(conf.pytorch.roundup_power2_divisions, divisions);
   EXPECT_FALSE(conf.Paging()) << "PyTorch's own paging, not fragscope's";
   EXPECT_EQ(ParseAllocConf(conf.ToString()), conf) << conf.ToString();
+  // The canonical form writes the list as short as PyTorch's own notation.
+  EXPECT_NE(conf.ToString().find(",roundup_power2_divisions=[256:1,512:2,1024:4,>:8]"), std::string::npos)
+      << conf.ToString();
+  for (const char* list : {"[1:4,2:2,>:8]", "[32768:2]", "[1:0,2:4]", "[64:2,128:0,256:2,>:0]", "[256:1,>:1]"}) {
+    const AllocConf listed = ParseAllocConf(std::string("preset=pytorch,roundup_power2_divisions=") + list);
+    EXPECT_EQ(ParseAllocConf(listed.ToString()), listed) << list << " -> " << listed.ToString();
+  }
+  EXPECT_NE(ParseAllocConf("preset=pytorch,roundup_power2_divisions=[1:4,2:2,>:8]").ToString().find(
+                "roundup_power2_divisions=[1:4,2:2,>:8]"),
+            std::string::npos);
   const AllocConf single = ParseAllocConf("preset=pytorch,roundup_power2_divisions=4");
   EXPECT_NE(single.ToString().find("roundup_power2_divisions=4"), std::string::npos) << single.ToString();
   EXPECT_EQ(ParseAllocConf(single.ToString()), single);
