@@ -1,11 +1,12 @@
 // libFuzzer target: the allocator's public API driven by arbitrary bytes. The first byte picks a
 // policy (sim and host backings, growth, no growth, preallocation, expandable, no gc, passthrough,
-// virtual devices, TensorFlow's allocator); the rest is a program of allocations (sizes small, near powers of two, near
-// kMaxRequestBytes and near 2^64 where rounding would wrap), frees of live pointers, and frees of
-// foreign, interior, null and already freed pointers. After every call: the invariant checker,
-// no two live allocations overlap, the stats count the live set, a refused request leaves the
-// stats as they were and a request above the limit is request-too-large. Anything else escaping, a
-// sanitizer report, a hang or runaway memory is a finding. Built by `fuzz/run.sh allocator_api`.
+// virtual devices, TensorFlow's and PyTorch's allocators); the rest is a program of allocations
+// (sizes small, near powers of two, near kMaxRequestBytes and near 2^64 where rounding would
+// wrap), frees of live pointers, and frees of foreign, interior, null and already freed pointers.
+// After every call: the invariant checker, no two live allocations overlap, the stats count the
+// live set, a refused request leaves the stats as they were and a request above the limit is
+// request-too-large. Anything else escaping, a sanitizer report, a hang or runaway memory is a
+// finding. Built by `fuzz/run.sh allocator_api`.
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -33,10 +34,15 @@ constexpr const char* kPolicies[] = {
     "backing=sim,capacity=1GiB,virtual_devices=64MiB+128MiB",
     "backing=sim,capacity=1GiB,limit=256MiB,preset=tensorflow",
     "backing=sim,capacity=1GiB,limit=256MiB,preset=tensorflow,growth=off",
+    "backing=sim,capacity=1GiB,limit=256MiB,preset=pytorch",
+    "backing=sim,capacity=1GiB,limit=256MiB,preset=pytorch,expandable_segments=on",
+    "backing=sim,capacity=1GiB,limit=256MiB,preset=pytorch,max_split_size_mb=20,garbage_collection_threshold=0.5,"
+    "roundup_power2_divisions=[1:4,2:2,>:8]",
     "backing=host,capacity=1GiB,limit=64MiB",
     "backing=host,capacity=1GiB,limit=64MiB,unmap=eager",
     "backing=host,capacity=1GiB,limit=64MiB,growth=on",
     "backing=host,capacity=1GiB,limit=64MiB,passthrough=on",
+    "backing=host,capacity=1GiB,limit=64MiB,preset=pytorch,expandable_segments=on",
 };
 
 class Program {
