@@ -425,6 +425,45 @@ TEST(Replay, OneSimulatedDevicePerTraceDevice) {
   }
 }
 
+// PyTorch keeps its cached blocks per stream: a block freed on one stream does not serve another.
+// The sequence keeps each allocation's stream, so preset=pytorch replays a two-stream trace with
+// two segments where one stream needs one; fragscope's own policy shares its chunks.
+TEST(Replay, StreamsAreKeptForPerStreamPools) {
+  constexpr std::uint64_t kStreamA = 0x7f00aa, kStreamB = 0x7f00bb;
+  const auto on = [](Event e, std::uint64_t stream) {
+    e.stream = stream;
+    return e;
+  };
+  const std::vector<Event> two_streams = {
+      on(Alloc(0, 0x1000000, 100 * KiB, 1, 0), kStreamA), on(Free(0, 0x1000000, 1, 1), kStreamA),
+      on(Alloc(0, 0x2000000, 100 * KiB, 2, 2), kStreamB), on(Free(0, 0x2000000, 2, 3), kStreamB),
+      on(Alloc(0, 0x1000000, 100 * KiB, 3, 4), kStreamA)};
+  const traces::TraceHeader header;
+  const AllocationSequence sequence = Build(header, two_streams);
+  ASSERT_EQ(sequence.streams, (std::vector<std::uint64_t>{0, kStreamA, kStreamB}));
+  ASSERT_EQ(sequence.ops.size(), 5u);
+  EXPECT_EQ(sequence.ops[0].stream, 1u);
+  EXPECT_EQ(sequence.ops[1].stream, 1u) << "a free keeps its allocation's stream";
+  EXPECT_EQ(sequence.ops[2].stream, 2u);
+  EXPECT_EQ(sequence.ops[4].stream, 1u);
+
+  RecordingSink sink;
+  ReplayOptions options = Options("preset=pytorch");
+  options.record = &sink;
+  ReplayResult result = Replay(sequence, options);
+  EXPECT_EQ(result.devices[0].metrics.peak_reserved, 4 * MiB) << "one 2 MiB small segment per stream";
+  std::vector<std::uint64_t> recorded_streams;
+  for (const Event& e : sink.events()) {
+    if (e.type == EventType::kAlloc) recorded_streams.push_back(e.stream);
+  }
+  EXPECT_EQ(recorded_streams, (std::vector<std::uint64_t>{kStreamA, kStreamB, kStreamA}));
+
+  std::vector<Event> one_stream = two_streams;
+  for (Event& e : one_stream) e.stream = kStreamA;
+  result = Replay(Build(header, one_stream), Options("preset=pytorch"));
+  EXPECT_EQ(result.devices[0].metrics.peak_reserved, 2 * MiB) << "the freed block serves the next request";
+}
+
 TEST(Replay, VirtualDevices) {
   const std::string conf = "backing=sim,capacity=32GiB,virtual_devices=16GiB+16GiB";
   const Trace trace = SynthTrace(20000, conf, 2);

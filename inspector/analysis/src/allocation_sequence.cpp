@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -28,6 +29,7 @@ class LiveTable {
     std::uint32_t device = 0;
     std::uint32_t allocation = AllocationOp::kNoAllocation;  // kNoAllocation: empty slot
     traces::TagId tag = traces::kNoTag;
+    std::uint16_t stream = 0;  // AllocationOp::stream
   };
 
   LiveTable() { Rehash(1024); }
@@ -113,11 +115,26 @@ class DeviceSet {
 
 }  // namespace
 
+// Replays walk millions of ops: keep them at half a cache line.
+static_assert(sizeof(AllocationOp) <= 32, "AllocationOp grew past 32 bytes");
+
 struct AllocationSequenceBuilder::State {
   AllocationSequence sequence;
   LiveTable live;
   DeviceSet devices;
   std::uint64_t allocations = 0;
+  std::unordered_map<std::uint64_t, std::uint16_t> stream_index{{0, 0}};
+
+  // A trace has a handful of streams: the map is looked up once per alloc.
+  std::uint16_t StreamIndex(std::uint64_t stream) {
+    constexpr std::size_t kMaxStreams = 65536;
+    auto [it, added] = stream_index.try_emplace(stream, static_cast<std::uint16_t>(kMaxStreams - 1));
+    if (added && sequence.streams.size() < kMaxStreams) {
+      it->second = static_cast<std::uint16_t>(sequence.streams.size());
+      sequence.streams.push_back(stream);
+    }
+    return it->second;
+  }
 
   void push(const AllocationOp& op, std::uint64_t time_ns) {
     sequence.ops.push_back(op);
@@ -151,15 +168,16 @@ void AllocationSequenceBuilder::Add(const std::vector<traces::Event>& block) {
         devices.Add(event.device);
         if (LiveTable::Entry* old = live.Find(event.device, event.address)) {
           // The address was handed out again without a free in between: the trace lost the free.
-          push(AllocationOp{old->size, event.seq, old->allocation, event.device, old->tag, true},
+          push(AllocationOp{old->size, event.seq, old->allocation, event.device, old->tag, true, old->stream},
                event.time_ns);
           live.Erase(old);
           ++sequence.implicit_frees;
         }
         const auto index = static_cast<std::uint32_t>(allocations++);
+        const std::uint16_t stream = state_->StreamIndex(event.stream);
         live.Insert(LiveTable::Entry{event.address, event.alloc_id, event.size, event.device,
-                                     index, event.tag});
-        push(AllocationOp{event.size, event.seq, index, event.device, event.tag, false},
+                                     index, event.tag, stream});
+        push(AllocationOp{event.size, event.seq, index, event.device, event.tag, false, stream},
              event.time_ns);
         break;
       }
@@ -173,7 +191,7 @@ void AllocationSequenceBuilder::Add(const std::vector<traces::Event>& block) {
           ++sequence.alloc_id_mismatches;
         }
         push(AllocationOp{entry->size, event.seq, entry->allocation, event.device, entry->tag,
-                          true},
+                          true, entry->stream},
              event.time_ns);
         live.Erase(entry);
         break;
@@ -183,7 +201,7 @@ void AllocationSequenceBuilder::Add(const std::vector<traces::Event>& block) {
         const std::uint64_t request =
             event.oom.Has(traces::kOomRequest) && event.oom.request != 0 ? event.oom.request : event.size;
         push(AllocationOp{request, event.seq, AllocationOp::kNoAllocation, event.device,
-                          event.tag, false},
+                          event.tag, false, state_->StreamIndex(event.stream)},
              event.time_ns);
         ++sequence.recorded_ooms;
         break;

@@ -305,6 +305,8 @@ class Replayer {
       }
       AllocOptions alloc_options;
       alloc_options.tag = recording ? MapTag(op.tag) : op.tag;
+      // The trace's stream: PyTorch's pools are per stream. A sequence built by hand may list none.
+      alloc_options.stream = op.stream < sequence_.streams.size() ? sequence_.streams[op.stream] : op.stream;
       void* ptr = lane.allocator->TryAllocate(op.size, alloc_options, &report_);
       if (ptr == nullptr) [[unlikely]] {
         OnOom(lane, op, i);
