@@ -159,10 +159,11 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
     }
     ImGui::EndTable();
   }
-  // Side by side: each replay's timeline and its map at the time of the main cursor.
-  const double t = document.model->event_count() == 0
-                       ? 0
-                       : static_cast<double>(document.model->event(selection.cursor).time_ns);
+  // Side by side: each replay's timeline and its map as of the main cursor's event (by sequence
+  // number; by time only if the replay could not say which op made each event).
+  const bool main_has_events = document.model->event_count() > 0;
+  const traces::Event main_event = main_has_events ? document.model->event(selection.cursor) : traces::Event{};
+  const double t = static_cast<double>(main_event.time_ns);
   const float column_w = ImGui::GetContentRegionAvail().x / 2 - 4;
   const float column_h = ImGui::GetContentRegionAvail().y;
   for (int i = 0; i < 2; ++i) {
@@ -172,8 +173,12 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
     ImGui::TextUnformatted(side.conf.c_str());
     const auto& model = *side.document.model;
     if (model.event_count() > 0) {
-      const std::uint64_t after = analysis::EventAtTime(model, t + 1);
-      side.selection.cursor = after == 0 ? 0 : std::min(after - 1, model.event_count() - 1);
+      if (!side.run.source_seq.empty()) {
+        side.selection.cursor = side.run.SideCursor(main_event.seq);
+      } else {
+        const std::uint64_t after = analysis::EventAtTime(model, t + 1);
+        side.selection.cursor = after == 0 ? 0 : std::min(after - 1, model.event_count() - 1);
+      }
       side.selection.colour = selection.colour;
       side.timeline.Draw(side.document, side.selection, std::max(80.0f, column_h * 0.4f));
       const analysis::MemoryState& state = side.state.Get(side.document, side.selection.device, side.selection.cursor);

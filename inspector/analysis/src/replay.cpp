@@ -69,16 +69,19 @@ class WatchedBacking final : public Backing, public ExpandableBacking {
 };
 
 // Between an allocator and options.record: gives events the trace's device number, the original
-// op's timestamp and one thread, so a replay's trace is deterministic.
+// op's timestamp and one thread, so a replay's trace is deterministic; and, when asked, notes the
+// sequence number of the op that caused each event (options.record_source_seq).
 class ReplaySink final : public traces::EventSink {
  public:
-  ReplaySink(traces::EventSink* target, std::uint32_t device, const std::uint64_t* now)
-      : target_(target), device_(device), now_(now) {}
+  ReplaySink(traces::EventSink* target, std::uint32_t device, const std::uint64_t* now,
+             const std::uint64_t* now_seq, std::vector<std::uint64_t>* source_seq)
+      : target_(target), device_(device), now_(now), now_seq_(now_seq), source_seq_(source_seq) {}
   void Record(traces::Event& event) override {
     event.device = device_;
     event.time_ns = *now_;
     event.thread = 1;
     target_->Record(event);
+    if (source_seq_ != nullptr) source_seq_->push_back(*now_seq_);
   }
   traces::TagId Intern(std::string_view text) override { return target_->Intern(text); }
 
@@ -86,6 +89,8 @@ class ReplaySink final : public traces::EventSink {
   traces::EventSink* target_;
   std::uint32_t device_;
   const std::uint64_t* now_;
+  const std::uint64_t* now_seq_;
+  std::vector<std::uint64_t>* source_seq_;
 };
 
 struct LiveSlot {
@@ -157,8 +162,8 @@ class Replayer {
         tag_map_[i + 1] = options_.record->Intern(sequence_.tags[i]);
       }
       for (std::size_t i = 0; i < lanes_.size(); ++i) {
-        sinks_.push_back(std::make_unique<ReplaySink>(options_.record,
-                                                      result_.devices[i].metrics.device, &now_));
+        sinks_.push_back(std::make_unique<ReplaySink>(options_.record, result_.devices[i].metrics.device,
+                                                      &now_, &now_seq_, options_.record_source_seq));
         lanes_[i].allocator->SetSink(sinks_.back().get());
       }
     }
@@ -224,7 +229,10 @@ class Replayer {
     }
     result_.header.producer = "fragscope replay 0.1.0";
     result_.header.source_format = "fragscope";
-    if (!sequence_.ops.empty()) now_ = sequence_.time_ns.empty() ? 0 : sequence_.time_ns.front();
+    if (!sequence_.ops.empty()) {
+      now_ = sequence_.time_ns.empty() ? 0 : sequence_.time_ns.front();
+      now_seq_ = sequence_.ops.front().seq;
+    }
 
     if (!options_.conf.virtual_devices.empty()) {
       // One physical device split in virtual ones: trace device i runs on virtual device i.
@@ -288,7 +296,10 @@ class Replayer {
     for (std::size_t i = begin; i < end; ++i) {
       const AllocationOp& op = ops[i];
       Lane& lane = LaneOf(op.device);
-      if (recording) [[unlikely]] now_ = sequence_.time_ns.empty() ? i : sequence_.time_ns[i];
+      if (recording) [[unlikely]] {
+        now_ = sequence_.time_ns.empty() ? i : sequence_.time_ns[i];
+        now_seq_ = op.seq;
+      }
       if (op.is_free) {
         if (op.allocation >= live_.size()) [[unlikely]] BadOp(op);
         LiveSlot& slot = live_[op.allocation];
@@ -425,6 +436,7 @@ class Replayer {
   std::vector<traces::TagId> tag_map_;
   OomReport report_;
   std::uint64_t now_ = 0;
+  std::uint64_t now_seq_ = 0;  // the seq of the op being replayed, while recording
 };
 
 }  // namespace

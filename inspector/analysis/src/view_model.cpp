@@ -365,6 +365,7 @@ ReplayTimeline ReplayToTimeline(const AllocationSequence& sequence, ReplayOption
   options.continue_past_oom = true;
   options.record = &sink;
   ReplayTimeline out;
+  options.record_source_seq = &out.source_seq;
   out.result = Replay(sequence, options);
   const std::vector<std::string> names = sink.names();
   std::vector<traces::Event>& events = sink.events();
@@ -378,7 +379,18 @@ ReplayTimeline ReplayToTimeline(const AllocationSequence& sequence, ReplayOption
   TimelineOptions timeline_options;
   timeline_options.tags = &names;
   out.model = TimelineModel::Build(out.result.header, source, timeline_options);
+  // The model keeps every event the replay recorded, in order; were that ever not so, SideCursor
+  // would point at the wrong event, so it falls back to none rather than guess.
+  if (out.source_seq.size() != out.model->event_count() ||
+      !std::is_sorted(out.source_seq.begin(), out.source_seq.end())) {
+    out.source_seq.clear();
+  }
   return out;
+}
+
+std::uint64_t ReplayTimeline::SideCursor(std::uint64_t seq) const {
+  const auto after = std::upper_bound(source_seq.begin(), source_seq.end(), seq);
+  return after == source_seq.begin() ? 0 : static_cast<std::uint64_t>(after - source_seq.begin()) - 1;
 }
 
 }  // namespace fragscope::analysis

@@ -21,6 +21,9 @@ struct ReplayOptions {
                                            // trace's device capacity, else 80 GiB
   bool continue_past_oom = false;          // false: stop at the first OOM
   traces::EventSink* record = nullptr;     // receives the replay's own events (a new trace)
+  // With `record`: per recorded event, the seq of the sequence's op that caused it (set-up events
+  // before the first op get the first op's), so a view can follow the original trace's cursor.
+  std::vector<std::uint64_t>* record_source_seq = nullptr;
   Progress progress;                       // (ops done, ops total), every ~1M ops
   std::size_t max_diagnoses = 1000;        // per device: OOMs past this are counted, not diagnosed
 };

@@ -145,6 +145,12 @@ std::optional<std::uint64_t> FindFreeEvent(const TimelineModel& model, std::uint
 struct ReplayTimeline {
   ReplayResult result;
   std::unique_ptr<TimelineModel> model;
+  // Per event of `model`: the seq of the original trace's event whose op caused it (ascending).
+  std::vector<std::uint64_t> source_seq;
+  // The replay's event that shows the original trace as of its event `seq`: the last one caused by
+  // an op at or before it (0 when none was). By sequence number, not by time: timestamps tie, and
+  // a cursor chosen by time was one event off (issue 17, item 8).
+  std::uint64_t SideCursor(std::uint64_t seq) const;
 };
 // Replays `sequence` under `options` (continuing past OOMs) recording every event, and builds the
 // timeline of what was recorded. Throws ConfigError as Replay does.
