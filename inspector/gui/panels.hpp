@@ -35,6 +35,7 @@ inline constexpr ImU32 kSelected = IM_COL32(255, 255, 255, 255);
 inline constexpr ImU32 kRequest = IM_COL32(240, 50, 50, 255);
 inline constexpr ImU32 kLimit = IM_COL32(210, 70, 210, 255);
 inline constexpr ImU32 kGrid = IM_COL32(52, 52, 60, 255);
+inline constexpr ImU32 kMarker = IM_COL32(80, 200, 215, 255);
 }  // namespace colours
 
 // Memory over time: in use, reserved, LOAD; OOM and step markers; wheel zoom, drag pan, click to
@@ -55,13 +56,27 @@ class TimelinePanel {
   // Where the last frame shaded the events that only reconstruct what was live before recording
   // started (a PyTorch snapshot's start); empty when none are in view.
   PixelRect reconstructed_rect() const { return reconstructed_rect_; }
+  // The markers and annotations the last frame drew (step markers are ticks, not here): the pixel
+  // column of each line, and the names written at the top, each with its rectangle.
+  const std::vector<int>& marker_columns() const { return marker_columns_; }
+  const std::vector<std::string>& marker_labels() const { return marker_labels_; }
+  const std::vector<PixelRect>& marker_label_rects() const { return marker_label_rects_; }
   bool show_in_use = true, show_reserved = true, show_load = true;
 
  private:
   void Refresh(const Document& document, const Selection& selection, int width);
   // A state's findings for the selected device, or a message's pointer to the OOM panel.
   void DrawMoment(const Document& document, const Selection& selection);
+  // Markers and annotations in view: a line each (at most one per pixel column), named at the top
+  // where the name fits beside the last one; the rest are named by the hover tooltip.
+  void DrawMarkers(const Document& document, const Selection& selection, float x0, float y0, float y1, int width);
+  // The names of the markers drawn within 3 px of x in the last frame, for the tooltip.
+  std::vector<std::string> MarkersNear(float x) const;
   PixelRect plot_rect_;
+  std::vector<int> marker_columns_;
+  std::vector<std::string> marker_labels_;
+  std::vector<PixelRect> marker_label_rects_;
+  std::vector<std::pair<float, std::string>> marker_hits_;  // x, name: every marker in view
   bool drew_moment_ = false;
   std::uint64_t limit_ = 0;  // the selected device's limit when the y scale includes it, else 0
   int limit_row_ = -1;

@@ -1,6 +1,7 @@
 // Memory over time, drawn from the model's min/max level of detail: one column per pixel at any
 // zoom, so a frame costs the same on a thousand events and on ten million.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -48,7 +49,69 @@ std::string AxisLabel(bool time_axis, double position) {
   return fmt::format("{:.3f} ms", position / 1e6);
 }
 
+bool IsStepMarker(const std::string& name) {
+  return name.size() >= 4 && std::equal(name.begin(), name.begin() + 4, "step",
+                                        [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+}
+
 }  // namespace
+
+void TimelinePanel::DrawMarkers(const Document& document, const Selection& selection, float x0, float y0,
+                                float y1, int width) {
+  marker_columns_.clear();
+  marker_labels_.clear();
+  marker_label_rects_.clear();
+  marker_hits_.clear();
+  const auto& model = *document.model;
+  const auto& markers = model.markers();
+  if (markers.empty() || model.event_count() == 0) return;
+  // The markers in view, found by event index (markers are in event order).
+  const std::uint64_t first = EventAt(document, selection.time_axis, selection.view.begin);
+  const std::uint64_t last = EventAt(document, selection.time_axis, selection.view.end);
+  auto it = std::lower_bound(markers.begin(), markers.end(), first,
+                             [](const analysis::Marker& m, std::uint64_t e) { return m.event_index < e; });
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float line_h = ImGui::GetTextLineHeight();
+  float label_end = -1;  // right edge of the last name written
+  int last_column = -1;
+  constexpr int kNamesPerColumn = 4;  // names kept per column for the tooltip
+  int names_in_column = 0;
+  for (; it != markers.end() && it->event_index <= last; ++it) {
+    // Steps are ticks along the bottom (thousands of them); a marker of another device belongs to
+    // that device's timeline.
+    if (IsStepMarker(it->name)) continue;
+    if (it->device != selection.device) continue;
+    const double p = PositionOf(document, selection.time_axis, it->event_index);
+    if (p < selection.view.begin || p >= selection.view.end) continue;
+    const float x = x0 + static_cast<float>(std::floor(selection.view.Fraction(p) * width));
+    if (static_cast<int>(x) == last_column) {  // level of detail: one line per pixel column
+      if (++names_in_column <= kNamesPerColumn) marker_hits_.emplace_back(x, it->name);
+      continue;
+    }
+    marker_hits_.emplace_back(x, it->name);
+    names_in_column = 1;
+    last_column = static_cast<int>(x);
+    marker_columns_.push_back(last_column);
+    draw->AddRectFilled(ImVec2(x, y0 + line_h + 2), ImVec2(x + 1, y1), colours::kMarker);
+    const float w = ImGui::CalcTextSize(it->name.c_str()).x;
+    const float lx = std::min(x + 2, x0 + static_cast<float>(width) - w - 2);
+    if (lx > label_end + 6 && lx >= x0) {
+      draw->AddText(ImVec2(lx, y0 + 1), colours::kMarker, it->name.c_str());
+      label_end = lx + w;
+      marker_labels_.push_back(it->name);
+      marker_label_rects_.push_back({static_cast<int>(lx), static_cast<int>(y0 + 1), static_cast<int>(lx + w),
+                                     static_cast<int>(y0 + 1 + line_h)});
+    }
+  }
+}
+
+std::vector<std::string> TimelinePanel::MarkersNear(float x) const {
+  std::vector<std::string> names;
+  for (const auto& [at, name] : marker_hits_) {
+    if (std::abs(at - x) <= 3 && names.size() < 8) names.push_back(name);
+  }
+  return names;
+}
 
 void TimelinePanel::Refresh(const Document& document, const Selection& selection, int width) {
   if (cached_document_ == &document && cached_device_ == selection.device && cached_width_ == width &&
@@ -295,6 +358,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       draw->AddTriangleFilled(ImVec2(x - 4, y0), ImVec2(x + 5, y0), ImVec2(x + 0.5f, y0 + 7), colours::kOom);
     }
   }
+  DrawMarkers(document, selection, x0, y0, y1, width);
   if (model.event_count() > 0 && visible(selection.cursor)) {
     const float x = x_of(selection.cursor);
     draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y1), colours::kCursor);
@@ -321,6 +385,9 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
                   FormatBytes(model.ValueAt(selection.device, analysis::Series::kReserved, event)).c_str(),
                   FormatBytes(model.ValueAt(selection.device, analysis::Series::kInUse, event)).c_str(),
                   FormatBytes(model.ValueAt(selection.device, analysis::Series::kLoad, event)).c_str());
+      for (const std::string& name : MarkersNear(io.MousePos.x)) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colours::kMarker), "%s", name.c_str());
+      }
       ImGui::EndTooltip();
     }
   }

@@ -2,6 +2,7 @@
 // as a moment, an error message explained, compare under the recorded limit, controls that stay in
 // the window, the limit line, the reconstructed start of a snapshot, bin labels apart. Windowed
 // tests under xvfb-run, like gui_test.cpp; each skips with a message when no display can be opened.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -125,6 +126,63 @@ TEST(Inspector, BinLabelsNeverOverlap) {
       EXPECT_GT(labels[i].x0, labels[i - 1].x1) << i;
     }
   }
+}
+
+// Issue 17, item 6: PyTorch's annotations (AdamW step START/END) and other markers were read but
+// not drawn. Each is a line at its event's column, named at the top where the name fits; step
+// markers stay ticks; the hover tooltip names a marker whose name did not fit.
+TEST(Inspector, MarkersAndAnnotationsAreDrawnAndNamed) {
+  const std::string path = (std::filesystem::temp_directory_path() / "fragscope_gui_markers.fst").string();
+  {
+    traces::Trace trace;
+    trace.header.producer = "gui_test";
+    trace.header.devices = {{0, "gpu 0", "sim", 1 << 30, 1 << 30}};
+    trace.tags = {"annotation: START AdamW.step", "annotation: END AdamW.step", "step 1 begin"};
+    const auto add = [&](traces::EventType type, std::uint64_t address, std::uint64_t size, traces::TagId tag) {
+      traces::Event& e = trace.events.emplace_back();
+      e.type = type;
+      e.seq = trace.events.size() - 1;
+      e.address = address;
+      e.size = size;
+      e.tag = tag;
+      if (type == traces::EventType::kAlloc) e.rounded = size, e.region = 0x10000000, e.alloc_id = e.seq + 1;
+      return &e;
+    };
+    add(traces::EventType::kRegionReserve, 0x10000000, 64 << 20, 0);
+    for (std::uint64_t i = 0; i < 40; ++i) {
+      if (i == 10) add(traces::EventType::kMarker, 0, 0, 3);  // step 1 begin: a tick
+      if (i == 20) add(traces::EventType::kMarker, 0, 0, 1);  // START
+      if (i == 30) add(traces::EventType::kMarker, 0, 0, 2);  // END
+      add(traces::EventType::kAlloc, 0x10000000 + i * (1 << 20), 1 << 20, 0);
+    }
+    traces::WriteTrace(trace, path);
+  }
+  std::string skip;
+  auto app = OpenApp(path, "timeline", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  ASSERT_EQ(app->document()->model->markers().size(), 3u);
+  Render(*app);
+  const TimelinePanel& timeline = app->timeline();
+  ASSERT_EQ(timeline.marker_columns().size(), 2u) << "the step marker is a tick, not a line";
+  EXPECT_EQ(timeline.marker_labels(), (std::vector<std::string>{"annotation: START AdamW.step", "annotation: END AdamW.step"}));
+  const PixelRect plot = timeline.plot_rect();
+  const auto events = static_cast<double>(app->document()->model->event_count());
+  const Frame frame(*app);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::uint64_t event = app->document()->model->markers()[i + 1].event_index;
+    const int expected = plot.x0 + static_cast<int>(std::floor(static_cast<double>(event) / events * (plot.x1 - plot.x0)));
+    EXPECT_EQ(timeline.marker_columns()[i], expected) << i;
+    // The line is in the marker colour below the names, where no series is drawn (the top third).
+    EXPECT_EQ(frame.At(timeline.marker_columns()[i], plot.y0 + 40), ToRgb(colours::kMarker)) << i;
+    const PixelRect label = timeline.marker_label_rects()[i];
+    EXPECT_GE(label.x0, plot.x0);
+    EXPECT_LE(label.x1, plot.x1);
+    if (i > 0) {
+      EXPECT_GT(label.x0, timeline.marker_label_rects()[i - 1].x1) << "names never overlap";
+    }
+  }
+  std::filesystem::remove(path);
 }
 
 // Issue 17, item 1: a trace whose device 1 ran out of memory opened on device 0, whose OOM panel
