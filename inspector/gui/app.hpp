@@ -71,6 +71,7 @@ class App {
   const HistogramPanel& histogram() const { return histogram_; }
   const OomPanel& oom() const { return oom_panel_; }
   const LiveTablePanel& table() const { return table_; }
+  LiveTablePanel& table() { return table_; }
   ComparePanel& compare() { return compare_; }
   WarningsPanel& warnings() { return warnings_; }
   // Where the last frame drew the compare button (to check it is inside the window).

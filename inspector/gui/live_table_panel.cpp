@@ -18,6 +18,29 @@ std::string Hex(std::uint64_t value) { return fmt::format("0x{:x}", value); }
 
 void LiveTablePanel::Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
                           std::uint64_t state_version) {
+  ImGui::SetNextItemWidth(150);
+  int grouping = static_cast<int>(grouping_);
+  if (ImGui::Combo("##group", &grouping, "each allocation\0by tag\0by call site\0")) {
+    SetGrouping(static_cast<Grouping>(grouping));
+  }
+  ImGui::SameLine();
+  if (grouping_ != Grouping::kNone) {
+    if (dirty_ || rows_version_ != state_version) {
+      const analysis::StackOf stack_of = [&document](std::uint64_t event) -> std::string_view {
+        const std::string* stack = document.StackOf(event);
+        return stack == nullptr ? std::string_view() : std::string_view(*stack);
+      };
+      groups_ = analysis::GroupLive(*document.model, state,
+                                    grouping_ == Grouping::kTag ? analysis::LiveGroupKey::kTag
+                                                                : analysis::LiveGroupKey::kFrame,
+                                    stack_of);
+      groups_in_use_ = state.in_use;
+      rows_version_ = state_version;
+      dirty_ = false;
+    }
+    DrawGroups();
+    return;
+  }
   ImGui::SetNextItemWidth(220);
   if (ImGui::InputTextWithHint("##filter", "filter by tag", &filter_)) dirty_ = true;
   ImGui::SameLine();
@@ -73,6 +96,50 @@ void LiveTablePanel::Draw(const Document& document, Selection& selection, const 
       ImGui::TextUnformatted(row.tag.empty() ? "-" : row.tag.c_str());
       ImGui::TableNextColumn();
       ImGui::Text("%llu", static_cast<unsigned long long>(row.chunk.alloc_event));
+    }
+  }
+  ImGui::EndTable();
+}
+
+// One row per group, largest first: what holds the memory at the cursor. Clicking a tag's row
+// lists its allocations (the table, filtered by that tag).
+void LiveTablePanel::DrawGroups() {
+  ImGui::Text("%zu groups", groups_.size());
+  constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable |
+                                     ImGuiTableFlags_BordersOuter;
+  if (!ImGui::BeginTable("groups", 5, kFlags)) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn(grouping_ == Grouping::kTag ? "tag" : "call site (the user's innermost frame)",
+                          ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("allocations");
+  ImGui::TableSetupColumn("size");
+  ImGui::TableSetupColumn("requested");
+  ImGui::TableSetupColumn("share of in use");
+  ImGui::TableHeadersRow();
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(groups_.size()));
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const analysis::LiveGroup& group = groups_[static_cast<std::size_t>(i)];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::PushID(i);
+      if (ImGui::Selectable(group.name.c_str(), false, ImGuiSelectableFlags_SpanAllColumns) &&
+          grouping_ == Grouping::kTag && group.name != analysis::kUntagged) {
+        filter_ = group.name;
+        SetGrouping(Grouping::kNone);
+      }
+      if (ImGui::IsItemHovered() && grouping_ == Grouping::kFrame) ImGui::SetTooltip("%s", group.name.c_str());
+      ImGui::PopID();
+      ImGui::TableNextColumn();
+      ImGui::Text("%llu", static_cast<unsigned long long>(group.allocations));
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(FormatBytes(group.bytes).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(FormatBytes(group.requested).c_str());
+      ImGui::TableNextColumn();
+      ImGui::Text("%.1f %%", groups_in_use_ == 0 ? 0.0 : 100.0 * static_cast<double>(group.bytes) /
+                                                            static_cast<double>(groups_in_use_));
     }
   }
   ImGui::EndTable();

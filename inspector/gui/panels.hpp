@@ -12,6 +12,7 @@
 #include <imgui.h>
 
 #include "document.hpp"
+#include "fragscope/analysis/live_groups.hpp"
 
 namespace fragscope::gui {
 
@@ -137,8 +138,16 @@ class LiveTablePanel {
   void Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
             std::uint64_t state_version);
   std::size_t row_count() const { return rows_.size(); }
+  // Grouped: the live set by tag or by the user's frame, with totals (analysis::GroupLive).
+  enum class Grouping : int { kNone, kTag, kFrame };
+  void SetGrouping(Grouping grouping) { grouping_ = grouping; dirty_ = true; }
+  const std::vector<analysis::LiveGroup>& groups() const { return groups_; }
 
  private:
+  void DrawGroups();
+  Grouping grouping_ = Grouping::kNone;
+  std::vector<analysis::LiveGroup> groups_;
+  std::uint64_t groups_in_use_ = 0;
   std::string filter_;
   std::string rows_filter_;
   analysis::LiveSortKey key_ = analysis::LiveSortKey::kSize;

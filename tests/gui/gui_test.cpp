@@ -334,6 +334,39 @@ TEST(Inspector, AllPanelsRenderAndTheTableListsTheLiveAllocations) {
   EXPECT_EQ(holes, state_holes);
 }
 
+// Issue 17: the live set grouped by tag and by call site, with totals; the table shows what
+// analysis::GroupLive computes, and the groups hold every live byte.
+TEST(Inspector, TheLiveTableGroupsByTagAndByCallSite) {
+  const std::filesystem::path snapshot =
+      std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data" / "torch" / "pt_eor_cnn_counterfactuals.pickle";
+  const std::string file = std::filesystem::exists(snapshot) ? snapshot.string() : kSamples + "synth-small.fst";
+  std::string skip;
+  auto app = OpenApp(file, "", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  const std::uint64_t at = app->document()->model->event_count() - 1;
+  app->SetCursor(at);
+  const auto state = app->document()->model->StateAt(app->selection().device, at);
+  for (const auto grouping : {LiveTablePanel::Grouping::kTag, LiveTablePanel::Grouping::kFrame}) {
+    app->table().SetGrouping(grouping);
+    Render(*app);
+    const auto& groups = app->table().groups();
+    ASSERT_FALSE(groups.empty());
+    std::uint64_t bytes = 0;
+    for (const auto& group : groups) bytes += group.bytes;
+    EXPECT_EQ(bytes, state.in_use);
+    if (grouping == LiveTablePanel::Grouping::kFrame && file == snapshot.string()) {
+      EXPECT_NE(groups.front().name, analysis::kNoStack) << "a snapshot's allocations have call sites";
+      EXPECT_NE(groups.front().name.find(".py:"), std::string::npos) << groups.front().name;
+    }
+  }
+  app->table().SetGrouping(LiveTablePanel::Grouping::kNone);
+  Render(*app);
+  std::size_t live = state.outside_regions.size();
+  for (const auto& region : state.regions) live += region.chunks.size();
+  EXPECT_EQ(app->table().row_count(), live);
+}
+
 TEST(Inspector, CursorKeysMoveByEventPageStepAndOom) {
   std::string skip;
   auto app = OpenApp(kSamples + "synth-oom.fst", "", std::nullopt, &skip);
