@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "bfc_allocator.hpp"
-#include "event_clock.hpp"
+#include "allocator_events.hpp"
 
 namespace fragscope::bfc {
 
@@ -255,53 +255,24 @@ void BfcAllocator::SetSink(traces::EventSink* sink) {
 void BfcAllocator::Mark(std::string_view name) {
   std::lock_guard guard(lock_);
   if (sink_ == nullptr) return;
-  traces::Event event;
-  event.type = traces::EventType::kMarker;
-  event.device = options_.device;
-  event.time_ns = MonotonicNs();
-  event.thread = ThreadOrdinal();
-  event.tag = sink_->Intern(name);
+  traces::Event event = MarkerEvent(options_.device, sink_->Intern(name));
   sink_->Record(event);
 }
 
 void BfcAllocator::EmitChunk(traces::EventType type, const Chunk& chunk) {
-  traces::Event event;
-  event.type = type;
-  event.device = options_.device;
-  event.time_ns = MonotonicNs();
-  event.stream = chunk.stream;
-  event.address = chunk.address;
-  event.size = chunk.requested;
-  event.rounded = chunk.size;
-  event.region = chunk.region->base;
-  event.alloc_id = chunk.alloc_id;
-  event.thread = ThreadOrdinal();
-  event.tag = chunk.tag;
+  traces::Event event = AllocationEvent(type, options_.device,
+                                        {chunk.stream, chunk.address, chunk.requested, chunk.size,
+                                         chunk.region->base, chunk.alloc_id, chunk.tag});
   sink_->Record(event);
 }
 
 void BfcAllocator::EmitRegion(traces::EventType type, std::uint64_t address, std::uint64_t size) {
-  traces::Event event;
-  event.type = type;
-  event.device = options_.device;
-  event.time_ns = MonotonicNs();
-  event.address = address;
-  event.size = size;
-  event.thread = ThreadOrdinal();
+  traces::Event event = RangeEvent(type, options_.device, address, size);
   sink_->Record(event);
 }
 
 void BfcAllocator::EmitOom(const OomReport& report) {
-  traces::Event event;
-  event.type = traces::EventType::kOom;
-  event.device = options_.device;
-  event.time_ns = MonotonicNs();
-  event.stream = report.stream;
-  event.size = report.numbers.request;
-  event.rounded = report.numbers.rounded;
-  event.thread = ThreadOrdinal();
-  event.tag = report.tag;
-  event.oom = report.numbers;
+  traces::Event event = OomEvent(options_.device, report);
   sink_->Record(event);
 }
 

@@ -8,6 +8,7 @@
 #include "fragscope/log.hpp"
 
 #include "bfc_allocator.hpp"
+#include "invalid_free.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
 
@@ -229,24 +230,21 @@ OomReport BfcAllocator::Diagnose(std::uint64_t rounded, std::uint64_t requested,
 
 void BfcAllocator::ThrowInvalidFree(void* ptr) const {
   const auto address = reinterpret_cast<std::uint64_t>(ptr);
-  std::string why = "it is not an address this allocator handed out";
-  if (ptr == nullptr) {
-    why = "null pointer";
-  } else if (auto it = regions_.upper_bound(address); it != regions_.begin()) {
-    const Region& region = *std::prev(it)->second;
-    if (address < region.base + region.size) {
-      for (const Chunk* chunk = region.first; chunk != nullptr; chunk = chunk->next) {
-        if (address < chunk->address || address >= chunk->end()) continue;
-        // A live chunk's start would have been found in the pointer table.
-        why = chunk->in_use()
-                  ? fmt::format("it points {} bytes into the allocation at {:#x}, not to its start",
-                                address - chunk->address, chunk->address)
-                  : std::string("it lies in free memory: already freed (double free?)");
-        break;
+  std::optional<FreedPlace> place;
+  if (ptr != nullptr) {
+    if (auto it = regions_.upper_bound(address); it != regions_.begin()) {
+      const Region& region = *std::prev(it)->second;
+      if (address < region.base + region.size) {
+        for (const Chunk* chunk = region.first; chunk != nullptr; chunk = chunk->next) {
+          if (address < chunk->address || address >= chunk->end()) continue;
+          // A live chunk's start would have been found in the pointer table.
+          place = FreedPlace{chunk->address, chunk->in_use()};
+          break;
+        }
       }
     }
   }
-  throw InvalidFree(ptr, fmt::format("device {}: invalid free of {}: {}", options_.device, ptr, why));
+  fragscope::ThrowInvalidFree(options_.device, ptr, place);
 }
 
 }  // namespace fragscope::bfc

@@ -6,7 +6,7 @@
 #include <spdlog/spdlog.h>
 #include "fragscope/log.hpp"
 
-#include "event_clock.hpp"
+#include "allocator_events.hpp"
 #include "fragscope/allocator/errors.hpp"
 
 namespace fragscope {
@@ -203,12 +203,7 @@ void PassthroughAllocator::SetSink(traces::EventSink* sink) {
 void PassthroughAllocator::Mark(std::string_view name) {
   std::lock_guard lock(mutex_);
   if (sink_ == nullptr) return;
-  traces::Event event;
-  event.type = traces::EventType::kMarker;
-  event.device = device_;
-  event.time_ns = MonotonicNs();
-  event.thread = ThreadOrdinal();
-  event.tag = sink_->Intern(name);
+  traces::Event event = MarkerEvent(device_, sink_->Intern(name));
   sink_->Record(event);
 }
 

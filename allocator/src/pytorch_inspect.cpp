@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "event_clock.hpp"
+#include "allocator_events.hpp"
 #include "pytorch_caching_allocator.hpp"
 
 namespace fragscope::pytorch {
@@ -239,53 +239,24 @@ void PytorchCachingAllocator::SetSink(traces::EventSink* sink) {
 void PytorchCachingAllocator::Mark(std::string_view name) {
   std::lock_guard lock(mutex_);
   if (sink_ == nullptr) return;
-  traces::Event event;
-  event.type = traces::EventType::kMarker;
-  event.device = options_.device;
-  event.time_ns = MonotonicNs();
-  event.thread = ThreadOrdinal();
-  event.tag = sink_->Intern(name);
+  traces::Event event = MarkerEvent(options_.device, sink_->Intern(name));
   sink_->Record(event);
 }
 
 void PytorchCachingAllocator::EmitBlock(traces::EventType type, const Block& block) {
-  traces::Event event;
-  event.type = type;
-  event.device = options_.device;
-  event.time_ns = MonotonicNs();
-  event.stream = block.stream;
-  event.address = block.address;
-  event.size = block.requested;
-  event.rounded = block.size;
-  event.region = block.segment->base;
-  event.alloc_id = block.alloc_id;
-  event.thread = ThreadOrdinal();
-  event.tag = block.tag;
+  traces::Event event = AllocationEvent(type, options_.device,
+                                        {block.stream, block.address, block.requested, block.size,
+                                         block.segment->base, block.alloc_id, block.tag});
   sink_->Record(event);
 }
 
 void PytorchCachingAllocator::EmitRange(traces::EventType type, std::uint64_t address, std::uint64_t size) {
-  traces::Event event;
-  event.type = type;
-  event.device = options_.device;
-  event.time_ns = MonotonicNs();
-  event.address = address;
-  event.size = size;
-  event.thread = ThreadOrdinal();
+  traces::Event event = RangeEvent(type, options_.device, address, size);
   sink_->Record(event);
 }
 
 void PytorchCachingAllocator::EmitOom(const OomReport& report) {
-  traces::Event event;
-  event.type = traces::EventType::kOom;
-  event.device = options_.device;
-  event.time_ns = MonotonicNs();
-  event.stream = report.stream;
-  event.size = report.numbers.request;
-  event.rounded = report.numbers.rounded;
-  event.thread = ThreadOrdinal();
-  event.tag = report.tag;
-  event.oom = report.numbers;
+  traces::Event event = OomEvent(options_.device, report);
   sink_->Record(event);
 }
 

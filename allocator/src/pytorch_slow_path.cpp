@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "event_clock.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/log.hpp"
+#include "invalid_free.hpp"
 #include "pytorch_caching_allocator.hpp"
 
 namespace fragscope::pytorch {
@@ -461,20 +461,15 @@ std::uint64_t PytorchCachingAllocator::LargestFreeLocked() const {
 
 [[noreturn]] void PytorchCachingAllocator::ThrowInvalidFree(void* ptr) const {
   const auto address = reinterpret_cast<std::uint64_t>(ptr);
-  std::string why = "it is not an address this allocator handed out";
-  if (ptr == nullptr) {
-    why = "null pointer";
-  } else {
+  std::optional<FreedPlace> place;
+  if (ptr != nullptr) {
     for (const Block* block : AllBlocksLocked()) {
       if (address < block->address || address >= block->address + block->size) continue;
-      why = block->allocated
-                ? fmt::format("it points {} bytes into the allocation at {:#x}, not to its start",
-                              address - block->address, block->address)
-                : std::string("it lies in free memory: already freed (double free?)");
+      place = FreedPlace{block->address, block->allocated};
       break;
     }
   }
-  throw InvalidFree(ptr, fmt::format("device {}: invalid free of {}: {}", options_.device, ptr, why));
+  fragscope::ThrowInvalidFree(options_.device, ptr, place);
 }
 
 }  // namespace fragscope::pytorch
