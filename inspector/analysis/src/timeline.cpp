@@ -184,6 +184,36 @@ void TimelineModel::Downsample(std::uint32_t device, Series series, std::uint64_
   timeline_detail::Downsample(*impl_, device, series, begin, end, columns, min, max);
 }
 
+std::uint64_t TimelineModel::ArgMax(std::uint32_t device, Series series, std::uint64_t begin,
+                                    std::uint64_t end) const {
+  return timeline_detail::ArgMax(*impl_, device, series, begin, end);
+}
+
+std::vector<std::uint64_t> TimelineModel::FirstFrees(std::uint32_t device, const std::vector<std::uint64_t>& addresses,
+                                                     std::uint64_t from, std::uint64_t to) const {
+  std::vector<std::uint64_t> out(addresses.size(), to);
+  const DeviceData* d = impl_->Find(device);
+  to = std::min(to, impl_->store.size());
+  if (d == nullptr || addresses.empty()) return out;
+  std::unordered_map<std::uint64_t, std::size_t> wanted;
+  wanted.reserve(addresses.size());
+  for (std::size_t i = 0; i < addresses.size(); ++i) wanted.emplace(addresses[i], i);
+  std::size_t left = wanted.size();
+  for (std::uint64_t j = from + 1; j < to && left > 0; ++j) {
+    const timeline_detail::Record& r = impl_->store.record(j);
+    if (r.device != d->index || r.type != static_cast<std::uint8_t>(traces::EventType::kFree) ||
+        !(r.flags & timeline_detail::kApplied)) {
+      continue;
+    }
+    if (const auto it = wanted.find(r.address); it != wanted.end()) {
+      out[it->second] = j;
+      wanted.erase(it);
+      --left;
+    }
+  }
+  return out;
+}
+
 const std::vector<std::string>& TimelineModel::warnings() const { return impl_->warnings; }
 
 TimelineFootprint TimelineModel::footprint() const {

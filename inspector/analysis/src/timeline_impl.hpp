@@ -155,5 +155,7 @@ std::uint64_t ValueAt(const ModelData& model, std::uint32_t device, Series serie
 void Downsample(const ModelData& model, std::uint32_t device, Series series, std::uint64_t begin,
                 std::uint64_t end, std::uint32_t columns, std::vector<std::uint64_t>* min,
                 std::vector<std::uint64_t>* max);
+std::uint64_t ArgMax(const ModelData& model, std::uint32_t device, Series series, std::uint64_t begin,
+                     std::uint64_t end);
 
 }  // namespace fragscope::analysis::timeline_detail

@@ -98,7 +98,53 @@ Range MinMax(const ModelData& m, const DeviceData& d, Series series, std::uint64
   return out;
 }
 
+// The first event of [begin, end), all inside one 64-event block, after which the series equals
+// `target`; `end` when none does.
+std::uint64_t FindInBlock(const ModelData& m, const DeviceData& d, Series series, std::uint64_t begin,
+                          std::uint64_t end, std::uint64_t target) {
+  const int s = static_cast<int>(series);
+  const std::uint64_t block = begin >> kL1Shift;
+  std::uint64_t v = BlockStart(d, s, block);
+  for (std::uint64_t j = block << kL1Shift; j < end; ++j) {
+    if (m.store.record(j).device == d.index) v += m.Delta(j, series);
+    if (j >= begin && v == target) return j;
+  }
+  return end;
+}
+
 }  // namespace
+
+std::uint64_t ArgMax(const ModelData& m, std::uint32_t device, Series series, std::uint64_t begin,
+                     std::uint64_t end) {
+  const DeviceData* d = m.Find(device);
+  const std::uint64_t n = m.store.size();
+  if (n == 0) return 0;
+  end = std::min(end, n);
+  if (d == nullptr || begin >= end) return std::min(begin, n - 1);
+  const int s = static_cast<int>(series);
+  const std::uint64_t target = MinMax(m, *d, series, begin, end).max;
+  // The same walk as MinMax; the first piece whose max is the target holds the answer.
+  std::uint64_t i = begin;
+  while (i < end) {
+    if ((i & (kL2 - 1)) == 0 && i + kL2 <= end) {
+      if (L2At(*d, i >> kL2Shift).max[s] == target) {
+        for (std::uint64_t b = i; b < i + kL2; b += kL1) {
+          if (L1At(*d, b >> kL1Shift).max[s] == target) return FindInBlock(m, *d, series, b, b + kL1, target);
+        }
+      }
+      i += kL2;
+    } else if ((i & (kL1 - 1)) == 0 && i + kL1 <= end) {
+      if (L1At(*d, i >> kL1Shift).max[s] == target) return FindInBlock(m, *d, series, i, i + kL1, target);
+      i += kL1;
+    } else {
+      const std::uint64_t stop = std::min(end, ((i >> kL1Shift) + 1) << kL1Shift);
+      const std::uint64_t at = FindInBlock(m, *d, series, i, stop, target);
+      if (at < stop) return at;
+      i = stop;
+    }
+  }
+  return begin;  // not reached: the max is some event's value
+}
 
 std::uint64_t ValueAt(const ModelData& m, std::uint32_t device, Series series, std::uint64_t index) {
   const DeviceData* d = m.Find(device);

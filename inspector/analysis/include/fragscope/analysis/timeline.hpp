@@ -117,6 +117,15 @@ class TimelineModel {
   void Downsample(std::uint32_t device, Series series, std::uint64_t begin, std::uint64_t end,
                   std::uint32_t columns, std::vector<std::uint64_t>* min,
                   std::vector<std::uint64_t>* max) const;
+  // The first event of [begin, end) after which `series` of `device` is at its maximum over the
+  // range; with an empty range, `begin` (clamped to the last event). From the same pyramid as
+  // Downsample: whole blocks are skipped by their max, at most two 64-event blocks are scanned.
+  std::uint64_t ArgMax(std::uint32_t device, Series series, std::uint64_t begin, std::uint64_t end) const;
+  // For each address (allocations of `device` live after event `from`, each address once): the
+  // first event in (from, to) that frees it, or `to` when none does. One pass over the compact
+  // records, ending early once every address is found.
+  std::vector<std::uint64_t> FirstFrees(std::uint32_t device, const std::vector<std::uint64_t>& addresses,
+                                        std::uint64_t from, std::uint64_t to) const;
 
   // Warnings met while reading (frees of unknown addresses, a truncated file, ...).
   const std::vector<std::string>& warnings() const;
