@@ -28,6 +28,7 @@ struct ViewOptions {
   bool persist = true;               // ini file and recent files in the config folder
   bool visible = true;               // show the window (screenshots under Xvfb keep it visible too)
   std::vector<std::string> confs;    // compare: two --alloc-conf strings
+  bool stacked = false;              // the timeline starts as the active-memory stack
 };
 
 // Panel names --panel accepts.
@@ -67,6 +68,7 @@ class App {
   Selection& selection() { return selection_; }
   const std::string& load_error() const { return load_error_; }
   const TimelinePanel& timeline() const { return timeline_; }
+  TimelinePanel& timeline() { return timeline_; }
   const MemoryMapPanel& map() const { return map_; }
   const HistogramPanel& histogram() const { return histogram_; }
   const OomPanel& oom() const { return oom_panel_; }

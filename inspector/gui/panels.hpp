@@ -12,6 +12,7 @@
 #include <imgui.h>
 
 #include "document.hpp"
+#include "fragscope/analysis/active_memory.hpp"
 #include "fragscope/analysis/live_groups.hpp"
 
 namespace fragscope::gui {
@@ -37,6 +38,9 @@ inline constexpr ImU32 kRequest = IM_COL32(240, 50, 50, 255);
 inline constexpr ImU32 kLimit = IM_COL32(210, 70, 210, 255);
 inline constexpr ImU32 kGrid = IM_COL32(52, 52, 60, 255);
 inline constexpr ImU32 kMarker = IM_COL32(80, 200, 215, 255);
+inline constexpr ImU32 kRestBand = IM_COL32(88, 92, 104, 255);  // the active-memory stack's rest
+// The active-memory stack's bands, in turn (neighbours differ in hue and brightness).
+ImU32 Band(std::size_t index);
 }  // namespace colours
 
 // Memory over time: in use, reserved, LOAD; OOM and step markers; wheel zoom, drag pan, click to
@@ -62,10 +66,25 @@ class TimelinePanel {
   const std::vector<int>& marker_columns() const { return marker_columns_; }
   const std::vector<std::string>& marker_labels() const { return marker_labels_; }
   const std::vector<PixelRect>& marker_label_rects() const { return marker_label_rects_; }
+  // The last frame had too many markers in view to draw as lines: ticks along the top, unnamed.
+  bool markers_dense() const { return markers_dense_; }
   bool show_in_use = true, show_reserved = true, show_load = true;
+  // The active-memory timeline: live allocations stacked, the largest at the view's peak as bands
+  // (analysis::StackActiveMemory), instead of the in-use curve.
+  bool stacked = false;
+  static constexpr std::size_t kBands = 16;
+  // What the last frame stacked (empty unless `stacked`), and the band under the mouse (-1: the
+  // rest, -2: none).
+  const analysis::ActiveMemoryStack& active_stack() const { return stack_; }
+  int hovered_band() const { return hovered_band_; }
 
  private:
   void Refresh(const Document& document, const Selection& selection, int width);
+  // The stacked bands, one column per pixel; rectangles of equal rows in neighbouring columns merged.
+  void RefreshStack(const Document& document, const Selection& selection, int width);
+  void DrawStack(float x0, float y1, float plot_h, int width);
+  // The tooltip lines of the band under the mouse (column c, byte height `bytes`).
+  void BandTooltip(const Document& document, const Selection& selection, std::size_t column, std::uint64_t bytes);
   // A state's findings for the selected device, or a message's pointer to the OOM panel.
   void DrawMoment(const Document& document, const Selection& selection);
   // Markers and annotations in view: a line each (at most one per pixel column), named at the top
@@ -77,6 +96,7 @@ class TimelinePanel {
   std::vector<int> marker_columns_;
   std::vector<std::string> marker_labels_;
   std::vector<PixelRect> marker_label_rects_;
+  bool markers_dense_ = false;
   std::vector<std::pair<float, std::string>> marker_hits_;  // x, name: every marker in view
   bool drew_moment_ = false;
   std::uint64_t limit_ = 0;  // the selected device's limit when the y scale includes it, else 0
@@ -90,6 +110,9 @@ class TimelinePanel {
   int cached_width_ = -1;
   bool cached_time_axis_ = false;
   std::vector<std::uint64_t> min_[3], max_[3];
+  analysis::ActiveMemoryStack stack_;
+  bool stack_valid_ = false;               // stack_ matches the LOD cache's key
+  int hovered_band_ = -2;
   std::vector<std::uint64_t> bounds_;      // time axis: event index per column boundary
   std::vector<std::uint64_t> overview_;    // minimap: reserved max over the whole trace
   int overview_width_ = -1;

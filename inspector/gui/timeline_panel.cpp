@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/analysis/stack_view.hpp"
 #include "panels.hpp"
 
 namespace fragscope::gui {
@@ -54,7 +55,24 @@ bool IsStepMarker(const std::string& name) {
                                         [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
 }
 
+// What a PyTorch snapshot records of its allocator's own work beside the frees and allocations the
+// curves show: kept as markers (the evidence, for the report), but not annotations to draw.
+bool IsAllocatorAction(const std::string& name) { return name == "free_requested"; }
+
 }  // namespace
+
+namespace colours {
+ImU32 Band(std::size_t index) {
+  static constexpr ImU32 kPalette[] = {
+      IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255), IM_COL32(89, 161, 79, 255),
+      IM_COL32(225, 87, 89, 255),   IM_COL32(118, 183, 178, 255), IM_COL32(237, 201, 72, 255),
+      IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255),
+      IM_COL32(186, 176, 172, 255), IM_COL32(31, 119, 180, 255),  IM_COL32(174, 199, 232, 255),
+      IM_COL32(44, 160, 44, 255),   IM_COL32(152, 223, 138, 255), IM_COL32(148, 103, 189, 255),
+      IM_COL32(197, 176, 213, 255)};
+  return kPalette[index % (sizeof(kPalette) / sizeof(kPalette[0]))];
+}
+}  // namespace colours
 
 void TimelinePanel::DrawMarkers(const Document& document, const Selection& selection, float x0, float y0,
                                 float y1, int width) {
@@ -62,6 +80,7 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
   marker_labels_.clear();
   marker_label_rects_.clear();
   marker_hits_.clear();
+  markers_dense_ = false;
   const auto& model = *document.model;
   const auto& markers = model.markers();
   if (markers.empty() || model.event_count() == 0) return;
@@ -76,10 +95,11 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
   int last_column = -1;
   constexpr int kNamesPerColumn = 4;  // names kept per column for the tooltip
   int names_in_column = 0;
+  std::vector<const analysis::Marker*> firsts;  // the first marker of each column drawn
   for (; it != markers.end() && it->event_index <= last; ++it) {
-    // Steps are ticks along the bottom (thousands of them); a marker of another device belongs to
-    // that device's timeline.
-    if (IsStepMarker(it->name)) continue;
+    // Steps are ticks along the bottom (thousands of them); the allocator's own bookkeeping is not
+    // an annotation; a marker of another device belongs to that device's timeline.
+    if (IsStepMarker(it->name) || IsAllocatorAction(it->name)) continue;
     if (it->device != selection.device) continue;
     const double p = PositionOf(document, selection.time_axis, it->event_index);
     if (p < selection.view.begin || p >= selection.view.end) continue;
@@ -92,13 +112,26 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
     names_in_column = 1;
     last_column = static_cast<int>(x);
     marker_columns_.push_back(last_column);
+    firsts.push_back(&*it);
+  }
+  // Dense markers (more than one per kDenseSpacing px on average) would wall the plot in: they are
+  // ticks along the top then, named by the tooltip, until a zoom spreads them out.
+  constexpr int kDenseSpacing = 12;
+  markers_dense_ = static_cast<int>(marker_columns_.size()) * kDenseSpacing > width;
+  for (std::size_t i = 0; i < firsts.size(); ++i) {
+    const float x = static_cast<float>(marker_columns_[i]);
+    if (markers_dense_) {
+      draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y0 + 6), colours::kMarker);
+      continue;
+    }
     draw->AddRectFilled(ImVec2(x, y0 + line_h + 2), ImVec2(x + 1, y1), colours::kMarker);
-    const float w = ImGui::CalcTextSize(it->name.c_str()).x;
+    const analysis::Marker* marker = firsts[i];
+    const float w = ImGui::CalcTextSize(marker->name.c_str()).x;
     const float lx = std::min(x + 2, x0 + static_cast<float>(width) - w - 2);
     if (lx > label_end + 6 && lx >= x0) {
-      draw->AddText(ImVec2(lx, y0 + 1), colours::kMarker, it->name.c_str());
+      draw->AddText(ImVec2(lx, y0 + 1), colours::kMarker, marker->name.c_str());
       label_end = lx + w;
-      marker_labels_.push_back(it->name);
+      marker_labels_.push_back(marker->name);
       marker_label_rects_.push_back({static_cast<int>(lx), static_cast<int>(y0 + 1), static_cast<int>(lx + w),
                                      static_cast<int>(y0 + 1 + line_h)});
     }
@@ -117,8 +150,14 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
   if (cached_document_ == &document && cached_device_ == selection.device && cached_width_ == width &&
       cached_begin_ == selection.view.begin && cached_end_ == selection.view.end &&
       cached_time_axis_ == selection.time_axis) {
+    if (stacked && !stack_valid_) RefreshStack(document, selection, width);
+    if (!stacked && stack_valid_) {
+      stack_ = {};
+      stack_valid_ = false;
+    }
     return;
   }
+  stack_valid_ = false;
   cached_document_ = &document;
   cached_device_ = selection.device;
   cached_width_ = width;
@@ -165,6 +204,100 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
     overview_device_ = selection.device;
     overview_document_ = &document;
   }
+  if (stacked) {
+    RefreshStack(document, selection, width);
+  } else {
+    stack_ = {};
+  }
+}
+
+void TimelinePanel::RefreshStack(const Document& document, const Selection& selection, int width) {
+  const auto& model = *document.model;
+  if (selection.time_axis) {
+    stack_ = analysis::StackActiveMemory(model, selection.device, bounds_, kBands);
+  } else {
+    const auto begin = static_cast<std::uint64_t>(std::floor(selection.view.begin));
+    const auto end = static_cast<std::uint64_t>(std::ceil(selection.view.end));
+    stack_ = analysis::StackActiveMemory(model, selection.device, begin, end,
+                                         static_cast<std::uint32_t>(std::max(1, width)), kBands);
+  }
+  stack_valid_ = true;
+}
+
+void TimelinePanel::DrawStack(float x0, float y1, float plot_h, int width) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const auto y_of = [&](std::uint64_t v) {
+    return static_cast<float>(std::round(static_cast<double>(y1) - static_cast<double>(v) / static_cast<double>(y_max_) * plot_h));
+  };
+  // One open run per band (slot 0: the rest): the columns so far with the same rows, drawn as one
+  // rectangle when the rows change, so a band that sits still costs one rectangle, not one per pixel.
+  struct Run {
+    int start = -1;
+    float top = 0, bottom = 0;
+  };
+  std::vector<Run> runs(stack_.bands.size() + 1);
+  const auto colour_of = [](std::size_t slot) { return slot == 0 ? colours::kRestBand : colours::Band(slot - 1); };
+  const auto flush = [&](std::size_t slot, int end_column) {
+    Run& run = runs[slot];
+    if (run.start >= 0 && run.bottom > run.top) {
+      draw->AddRectFilled(ImVec2(x0 + static_cast<float>(run.start), run.top),
+                          ImVec2(x0 + static_cast<float>(end_column), run.bottom), colour_of(slot));
+    }
+    run.start = -1;
+  };
+  const int columns = std::min(width, static_cast<int>(stack_.column_event.size()));
+  for (int c = 0; c < columns; ++c) {
+    const auto column = static_cast<std::size_t>(c);
+    const std::uint64_t event = stack_.column_event[column];
+    std::uint64_t below = 0;
+    for (std::size_t slot = 0; slot < runs.size(); ++slot) {
+      std::uint64_t bytes = 0;
+      if (slot == 0) {
+        bytes = stack_.Rest(column);
+      } else if (stack_.bands[slot - 1].LiveAfter(event)) {
+        bytes = stack_.bands[slot - 1].chunk.size;
+      }
+      const float bottom = y_of(below), top = y_of(below + bytes);
+      below += bytes;
+      Run& run = runs[slot];
+      if (run.start >= 0 && (run.top != top || run.bottom != bottom)) flush(slot, c);
+      if (bytes == 0 || bottom <= top) continue;  // absent, or under a pixel: drawn by its neighbours
+      if (run.start < 0) run = {c, top, bottom};
+    }
+  }
+  for (std::size_t slot = 0; slot < runs.size(); ++slot) flush(slot, columns);
+}
+
+void TimelinePanel::BandTooltip(const Document& document, const Selection& selection, std::size_t column,
+                                std::uint64_t bytes) {
+  hovered_band_ = stack_.BandAt(column, bytes);
+  if (hovered_band_ == -2) return;
+  ImGui::Separator();
+  if (hovered_band_ == -1) {
+    ImGui::Text("%s in other allocations (none of the %zu largest live at this view's peak)",
+                FormatBytes(stack_.Rest(column)).c_str(), stack_.bands.size());
+    return;
+  }
+  const analysis::ActiveBand& band = stack_.bands[static_cast<std::size_t>(hovered_band_)];
+  const auto& model = *document.model;
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colours::Band(static_cast<std::size_t>(hovered_band_))),
+                     "%s (requested %s)%s%s", FormatBytes(band.chunk.size).c_str(),
+                     FormatBytes(band.chunk.requested).c_str(), band.chunk.tag == traces::kNoTag ? "" : ", ",
+                     band.chunk.tag == traces::kNoTag ? "" : model.TagName(band.chunk.tag).c_str());
+  const bool freed = band.free_event < model.event_count() && band.free_event < static_cast<std::uint64_t>(-1) &&
+                     PositionOf(document, selection.time_axis, band.free_event) < selection.view.end;
+  if (freed) {
+    ImGui::Text("allocated at event %llu, freed at event %llu", static_cast<unsigned long long>(band.chunk.alloc_event),
+                static_cast<unsigned long long>(band.free_event));
+  } else {
+    ImGui::Text("allocated at event %llu, still live at the view's end",
+                static_cast<unsigned long long>(band.chunk.alloc_event));
+  }
+  if (const std::string* stack = document.StackOf(band.chunk.alloc_event)) {
+    const analysis::StackView view = analysis::ViewStack(*stack, false, 3);
+    for (const std::string& frame : view.frames) ImGui::TextDisabled("  %s", frame.c_str());
+  }
+  ImGui::TextDisabled("(click: cursor there, the allocation selected)");
 }
 
 void TimelinePanel::DrawMoment(const Document& document, const Selection& selection) {
@@ -223,6 +356,13 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   swatch(colours::kLoad);
   ImGui::Checkbox("LOAD", &show_load);
   ImGui::SameLine();
+  ImGui::Checkbox("stack live allocations", &stacked);
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("The active-memory timeline: the %zu largest allocations live at the view's peak as bands "
+                      "(oldest lowest), the rest as one grey band; zoom in and the bands follow that stretch's peak.",
+                      kBands);
+  }
+  ImGui::SameLine();
   if (limit_ > 0) {
     swatch(colours::kLimit);
     ImGui::TextUnformatted("limit");
@@ -269,22 +409,23 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const double f = static_cast<double>(v) / static_cast<double>(y_max_);
     return static_cast<float>(std::round(static_cast<double>(y1) - f * plot_h));
   };
-  // A y axis: grid lines at quarters of the scale, labelled, and zero at the bottom.
+  // A y axis: grid lines at quarters of the scale (under the data), labelled (over it, below), and
+  // zero at the bottom.
   for (int q = 1; q <= 4; ++q) {
-    const std::uint64_t v = y_max_ / 4 * static_cast<std::uint64_t>(q);
-    const float y = y_of(v);
+    const float y = y_of(y_max_ / 4 * static_cast<std::uint64_t>(q));
     draw->AddLine(ImVec2(x0, y), ImVec2(x0 + static_cast<float>(width), y), colours::kGrid);
-    draw->AddText(ImVec2(x0 + 4, y + 1), IM_COL32(150, 150, 160, 255), FormatBytes(v).c_str());
   }
-  draw->AddText(ImVec2(x0 + 4, y1 - ImGui::GetTextLineHeight() - 1), IM_COL32(150, 150, 160, 255), "0");
-  if (show_in_use) {  // the area under in use, dim, so that LOAD drawn over it stays readable
+  if (stacked) {
+    DrawStack(x0, y1, plot_h, width);
+  } else if (show_in_use) {  // the area under in use, dim, so that LOAD drawn over it stays readable
     for (int c = 0; c < width && c < static_cast<int>(min_[1].size()); ++c) {
       const float x = x0 + static_cast<float>(c);
       draw->AddRectFilled(ImVec2(x, y_of(min_[1][static_cast<std::size_t>(c)])), ImVec2(x + 1, y1),
                           IM_COL32(40, 62, 110, 255));
     }
   }
-  const bool shown[3] = {show_reserved, show_in_use, show_load};
+  // Stacked, the bands' top is the in-use curve (each column's maximum): no line over it.
+  const bool shown[3] = {show_reserved, show_in_use && !stacked, show_load};
   const ImU32 series_colour[3] = {colours::kReserved, colours::kInUse, colours::kLoad};
   for (int s = 0; s < 3; ++s) {
     if (!shown[s]) continue;
@@ -302,6 +443,11 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       prev_bottom = y_of(min_[s][static_cast<std::size_t>(c)]) + 1;
     }
   }
+  for (int q = 1; q <= 4; ++q) {
+    const std::uint64_t v = y_max_ / 4 * static_cast<std::uint64_t>(q);
+    draw->AddText(ImVec2(x0 + 4, y_of(v) + 1), IM_COL32(170, 170, 180, 255), FormatBytes(v).c_str());
+  }
+  draw->AddText(ImVec2(x0 + 4, y1 - ImGui::GetTextLineHeight() - 1), IM_COL32(170, 170, 180, 255), "0");
   limit_row_ = -1;
   if (limit_ > 0 && limit_ <= y_max_) {
     const float y = y_of(limit_);
@@ -388,6 +534,12 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       for (const std::string& name : MarkersNear(io.MousePos.x)) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colours::kMarker), "%s", name.c_str());
       }
+      hovered_band_ = -2;
+      if (stacked && !stack_.column_event.empty()) {
+        const auto column = static_cast<std::size_t>(std::clamp<float>(io.MousePos.x - x0, 0, static_cast<float>(stack_.column_event.size() - 1)));
+        const double fraction = std::max(0.0, static_cast<double>(y1 - io.MousePos.y) / plot_h);
+        BandTooltip(document, selection, column, static_cast<std::uint64_t>(fraction * static_cast<double>(y_max_)));
+      }
       ImGui::EndTooltip();
     }
   }
@@ -404,6 +556,12 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   if (ImGui::IsItemDeactivated()) {
     if (!dragging_ && model.event_count() > 0) {
       selection.cursor = EventAt(document, selection.time_axis, selection.view.At(mouse_fraction()));
+      if (stacked && hovered_band_ >= 0 && !stack_.column_event.empty()) {
+        // On a band: the moment that column draws (where the band is live), the allocation selected.
+        const auto column = static_cast<std::size_t>(std::clamp<float>(io.MousePos.x - x0, 0, static_cast<float>(stack_.column_event.size() - 1)));
+        selection.cursor = stack_.column_event[column];
+        selection.selected_address = stack_.bands[static_cast<std::size_t>(hovered_band_)].chunk.address;
+      }
     }
     dragging_ = false;
   }

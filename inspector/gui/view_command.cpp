@@ -24,6 +24,7 @@ struct ViewCommandOptions {
   std::string panel;
   std::string size = "1600x1000";
   bool bench = false;
+  bool stacked = false;
   std::vector<std::string> confs;
 };
 
@@ -33,6 +34,7 @@ int RunView(const ViewCommandOptions& command) {
   options.at = command.at;
   options.panel = command.panel;
   options.confs = command.confs;
+  options.stacked = command.stacked;
   int w = 0, h = 0;
   char x = 0;
   if (std::sscanf(command.size.c_str(), "%d%c%d", &w, &x, &h) != 3 || x != 'x' || w < 200 || h < 200 ||
@@ -82,6 +84,9 @@ Command AddView(CLI::App& app) {
   sub->add_option("--panel", options->panel, "show only this panel")
       ->check(CLI::IsMember(gui::PanelNames()));
   sub->add_option("--size", options->size, "window size WIDTHxHEIGHT (default 1600x1000)");
+  sub->add_flag("--stacked", options->stacked,
+                "open the timeline as the active-memory timeline: the largest allocations live at the peak stacked as bands "
+                "(a switch in the window too)");
   sub->add_flag("--bench", options->bench, "print load time and frame-time percentiles while sweeping zoom and cursor");
   sub->add_option("--alloc-conf", options->confs, "two configurations for the compare view")->take_all();
   return {sub, [options] { return RunView(*options); }};

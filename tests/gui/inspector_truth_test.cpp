@@ -185,6 +185,60 @@ TEST(Inspector, MarkersAndAnnotationsAreDrawnAndNamed) {
   std::filesystem::remove(path);
 }
 
+// A PyTorch snapshot logs free_requested before each free: kept as markers, never drawn as
+// annotations (on the cs336 snapshot they walled the plot in). Annotations denser than one per
+// 12 px become ticks along the top until a zoom spreads them.
+TEST(Inspector, DenseMarkersAreTicksAndAllocatorActionsAreNotDrawn) {
+  const std::string path = (std::filesystem::temp_directory_path() / "fragscope_gui_dense_markers.fst").string();
+  {
+    traces::Trace trace;
+    trace.header.producer = "gui_test";
+    trace.header.devices = {{0, "gpu 0", "sim", 1 << 30, 1 << 30}};
+    trace.tags = {"free_requested", "annotation: layer"};
+    const auto add = [&](traces::EventType type, std::uint64_t address, std::uint64_t size, traces::TagId tag) {
+      traces::Event& e = trace.events.emplace_back();
+      e.type = type;
+      e.seq = trace.events.size() - 1;
+      e.address = address;
+      e.size = size;
+      e.tag = tag;
+      if (type != traces::EventType::kMarker) e.rounded = size, e.region = 0x10000000, e.alloc_id = e.seq + 1;
+    };
+    add(traces::EventType::kRegionReserve, 0x10000000, 64 << 20, 0);
+    for (std::uint64_t i = 0; i < 400; ++i) {
+      add(traces::EventType::kAlloc, 0x10000000, 1 << 20, 0);
+      add(traces::EventType::kMarker, 0, 0, 1);  // free_requested
+      add(traces::EventType::kFree, 0x10000000, 1 << 20, 0);
+      if (i % 2 == 0) add(traces::EventType::kMarker, 0, 0, 2);  // 200 annotations
+    }
+    traces::WriteTrace(trace, path);
+  }
+  std::string skip;
+  auto app = OpenApp(path, "timeline", std::uint64_t{0}, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  ASSERT_EQ(app->document()->model->markers().size(), 600u);
+  Render(*app);
+  const TimelinePanel& timeline = app->timeline();
+  const PixelRect plot = timeline.plot_rect();
+  EXPECT_EQ(timeline.marker_columns().size(), 200u) << "one column per annotation, none for free_requested";
+  EXPECT_TRUE(timeline.markers_dense());
+  EXPECT_TRUE(timeline.marker_labels().empty());
+  const Frame frame(*app);
+  const int x = timeline.marker_columns()[100];
+  EXPECT_EQ(frame.At(x, plot.y0 + 2), ToRgb(colours::kMarker)) << "a tick at the top";
+  EXPECT_NE(frame.At(x, plot.y0 + 40), ToRgb(colours::kMarker)) << "no line through the plot";
+  // Zoomed in on 40 events, a handful of annotations: lines with names again.
+  app->selection().view = {600, 640};
+  Render(*app);
+  EXPECT_FALSE(timeline.markers_dense());
+  EXPECT_GE(timeline.marker_columns().size(), 5u);
+  EXPECT_FALSE(timeline.marker_labels().empty());
+  const Frame zoomed(*app);
+  EXPECT_EQ(zoomed.At(timeline.marker_columns()[0], plot.y0 + 40), ToRgb(colours::kMarker));
+  std::filesystem::remove(path);
+}
+
 // Issue 17, item 1: a trace whose device 1 ran out of memory opened on device 0, whose OOM panel
 // then said "No out-of-memory event on device 0". It opens on the device of the first OOM.
 TEST(Inspector, OpensOnTheDeviceThatRanOutOfMemory) {
@@ -265,6 +319,71 @@ TEST(Inspector, OomPanelExplainsAnErrorMessageAsTheReportDoes) {
   EXPECT_EQ(app->oom().messages_drawn(), 1u);
   EXPECT_EQ(app->oom().shown_oom(), static_cast<std::size_t>(-1));
   std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace fragscope::gui
+
+namespace fragscope::gui {
+namespace {
+
+using namespace fragscope::gui::testing;
+
+// Issue 17, memory_viz parity: "stack live allocations" draws the active-memory timeline. At the
+// peak's column the bands lie bottom up as the model says (the rest, then each band live there in
+// its colour, each at its byte rows), and the stack's top is the peak in use.
+TEST(Inspector, TheActiveMemoryTimelineStacksTheLargestLiveAllocations) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-small.fst", "timeline", std::uint64_t{0}, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false)) << app->load_error();
+  TimelinePanel& timeline = app->timeline();
+  timeline.stacked = true;
+  timeline.show_reserved = false;  // lines over the stack would hide its pixels
+  timeline.show_load = false;
+  Render(*app);
+  const Frame frame(*app);
+  const PixelRect plot = timeline.plot_rect();
+  ASSERT_FALSE(plot.empty());
+  const analysis::ActiveMemoryStack& stack = timeline.active_stack();
+  ASSERT_EQ(stack.bands.size(), TimelinePanel::kBands);
+  ASSERT_EQ(stack.column_event.size(), static_cast<std::size_t>(plot.x1 - plot.x0));
+  const auto& model = *app->document()->model;
+  EXPECT_EQ(stack.peak_in_use, model.Metrics(app->selection().device).peak_in_use);
+  std::size_t peak_column = 0;
+  while (stack.column_event[peak_column] != stack.peak_event) ++peak_column;
+  const int x = plot.x0 + static_cast<int>(peak_column);
+  ASSERT_NE(x, plot.x0) << "the cursor's column (event 0) is not the peak's";
+  const double h = plot.y1 - plot.y0;
+  const auto row_of = [&](std::uint64_t bytes) {
+    return static_cast<int>(std::round(plot.y1 - static_cast<double>(bytes) / static_cast<double>(timeline.y_max()) * h));
+  };
+  std::uint64_t below = stack.Rest(peak_column);
+  std::size_t checked = 0;
+  if (row_of(0) - row_of(below) >= 3) {
+    EXPECT_EQ(frame.At(x, (row_of(0) + row_of(below)) / 2), ToRgb(colours::kRestBand));
+  }
+  for (std::size_t b = 0; b < stack.bands.size(); ++b) {
+    const analysis::ActiveBand& band = stack.bands[b];
+    ASSERT_TRUE(band.LiveAfter(stack.peak_event)) << "every band is live at the peak";
+    const int bottom = row_of(below), top = row_of(below + band.chunk.size);
+    below += band.chunk.size;
+    if (bottom - top < 3) continue;  // too thin to sample apart from its neighbours
+    EXPECT_EQ(frame.At(x, (bottom + top) / 2), ToRgb(colours::Band(b))) << "band " << b;
+    ++checked;
+  }
+  EXPECT_EQ(below, stack.peak_in_use);
+  EXPECT_GE(checked, 2u);
+  // The top of the stack is the peak's row: a band colour there, the background two rows above.
+  const int top = row_of(stack.peak_in_use);
+  EXPECT_NE(frame.At(x, top), ToRgb(colours::kBackground));
+  EXPECT_EQ(frame.At(x, top - 2), ToRgb(colours::kBackground));
+  // Off, the in-use curve is back and nothing is stacked.
+  timeline.stacked = false;
+  Render(*app);
+  EXPECT_TRUE(timeline.active_stack().bands.empty());
+  const Frame lines(*app);
+  EXPECT_NE(lines.At(x, (row_of(0) + top) / 2), frame.At(x, (row_of(0) + top) / 2));
 }
 
 }  // namespace
