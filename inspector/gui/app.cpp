@@ -524,8 +524,11 @@ int App::RunScreenshot(const std::string& png) {
     compare_.Start(*document_);
     compare_.Wait();
   }
-  // A few frames: ImGui sizes windows and tables over the first frames.
-  for (int i = 0; i < 4; ++i) Frame(i < 3);
+  // A few frames: ImGui sizes windows and tables over the first frames; the first one also starts
+  // the timeline's stack (--stacked) on its thread, waited for before the rest.
+  Frame(true);
+  timeline_.WaitStack();
+  for (int i = 1; i < 4; ++i) Frame(i < 3);
   std::string error;
   if (!WritePng(png, &error)) {
     std::fprintf(stderr, "error: %s\n", error.c_str());

@@ -77,6 +77,11 @@ class TimelinePanel {
   // rest, -2: none).
   const analysis::ActiveMemoryStack& active_stack() const { return stack_; }
   int hovered_band() const { return hovered_band_; }
+  // The stack is computed off the UI thread (on 10 M events a view's stack takes tens of ms); until
+  // it is ready for the view drawn, the in-use curve is drawn. Blocks until the computation running
+  // now finished; the next frame then shows it (screenshots and tests).
+  void WaitStack() { stack_job_.Wait(); }
+  ~TimelinePanel() { stack_job_.Wait(); }
 
  private:
   void Refresh(const Document& document, const Selection& selection, int width);
@@ -110,8 +115,20 @@ class TimelinePanel {
   int cached_width_ = -1;
   bool cached_time_axis_ = false;
   std::vector<std::uint64_t> min_[3], max_[3];
+  // What a stack is computed for: the LOD cache's key.
+  struct StackKey {
+    const Document* document = nullptr;
+    std::uint32_t device = 0xffffffffu;
+    double begin = -1, end = -1;
+    int width = -1;
+    bool time_axis = false;
+    bool operator==(const StackKey&) const = default;
+  };
   analysis::ActiveMemoryStack stack_;
   bool stack_valid_ = false;               // stack_ matches the LOD cache's key
+  Job stack_job_;
+  StackKey stack_job_key_;                 // what the job computes (or computed)
+  std::shared_ptr<analysis::ActiveMemoryStack> stack_job_result_;
   int hovered_band_ = -2;
   std::vector<std::uint64_t> bounds_;      // time axis: event index per column boundary
   std::vector<std::uint64_t> overview_;    // minimap: reserved max over the whole trace

@@ -212,16 +212,28 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
 }
 
 void TimelinePanel::RefreshStack(const Document& document, const Selection& selection, int width) {
-  const auto& model = *document.model;
-  if (selection.time_axis) {
-    stack_ = analysis::StackActiveMemory(model, selection.device, bounds_, kBands);
-  } else {
-    const auto begin = static_cast<std::uint64_t>(std::floor(selection.view.begin));
-    const auto end = static_cast<std::uint64_t>(std::ceil(selection.view.end));
-    stack_ = analysis::StackActiveMemory(model, selection.device, begin, end,
-                                         static_cast<std::uint32_t>(std::max(1, width)), kBands);
+  const StackKey want{&document, selection.device, selection.view.begin, selection.view.end, width, selection.time_axis};
+  if (stack_job_.running()) return;  // the next frame looks again
+  if (stack_job_.finished() && stack_job_result_ != nullptr && stack_job_key_ == want) {
+    stack_ = std::move(*stack_job_result_);
+    stack_job_result_.reset();
+    stack_valid_ = true;
+    return;
   }
-  stack_valid_ = true;
+  // Compute the stack of this view on the job's thread; the model is read-only and shared.
+  stack_job_key_ = want;
+  auto result = std::make_shared<analysis::ActiveMemoryStack>();
+  stack_job_result_ = result;
+  std::shared_ptr<const analysis::TimelineModel> model = document.model;
+  std::vector<std::uint64_t> bounds = selection.time_axis ? bounds_ : std::vector<std::uint64_t>{};
+  const auto begin = static_cast<std::uint64_t>(std::floor(selection.view.begin));
+  const auto end = static_cast<std::uint64_t>(std::ceil(selection.view.end));
+  const std::uint32_t device = selection.device;
+  const auto columns = static_cast<std::uint32_t>(std::max(1, width));
+  stack_job_.Start("active memory", [=, bounds = std::move(bounds)](Job&) {
+    *result = bounds.empty() ? analysis::StackActiveMemory(*model, device, begin, end, columns, kBands)
+                             : analysis::StackActiveMemory(*model, device, bounds, kBands);
+  });
 }
 
 void TimelinePanel::DrawStack(float x0, float y1, float plot_h, int width) {
@@ -415,7 +427,8 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const float y = y_of(y_max_ / 4 * static_cast<std::uint64_t>(q));
     draw->AddLine(ImVec2(x0, y), ImVec2(x0 + static_cast<float>(width), y), colours::kGrid);
   }
-  if (stacked) {
+  const bool stack_shown = stacked && stack_valid_;
+  if (stack_shown) {
     DrawStack(x0, y1, plot_h, width);
   } else if (show_in_use) {  // the area under in use, dim, so that LOAD drawn over it stays readable
     for (int c = 0; c < width && c < static_cast<int>(min_[1].size()); ++c) {
@@ -425,22 +438,47 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     }
   }
   // Stacked, the bands' top is the in-use curve (each column's maximum): no line over it.
-  const bool shown[3] = {show_reserved, show_in_use && !stacked, show_load};
+  const bool shown[3] = {show_reserved, show_in_use && !stack_shown, show_load};
   const ImU32 series_colour[3] = {colours::kReserved, colours::kInUse, colours::kLoad};
+  // Each column spans the series' min to max over its events. A narrow span is drawn solid and
+  // joined to its neighbours, a line; a wide one (a zoomed-out column holding whole steps) is an
+  // envelope: the span dim, its max and min as lines, so ten million events are not a wall of colour.
+  constexpr float kSolidSpan = 4;
+  const auto fill = [&](float x, float top, float bottom, ImU32 colour) {
+    top = std::max(top, y0);
+    bottom = std::min(bottom, y1);
+    if (bottom > top) draw->AddRectFilled(ImVec2(x, top), ImVec2(x + 1, bottom), colour);
+  };
   for (int s = 0; s < 3; ++s) {
     if (!shown[s]) continue;
-    float prev_top = 0, prev_bottom = 0;
-    for (int c = 0; c < width && c < static_cast<int>(max_[s].size()); ++c) {
-      float top = y_of(max_[s][static_cast<std::size_t>(c)]);
-      float bottom = y_of(min_[s][static_cast<std::size_t>(c)]) + 1;
-      if (c > 0) {  // join to the previous column
-        if (top > prev_bottom - 1) top = prev_bottom - 1;
-        if (bottom < prev_top + 1) bottom = prev_top + 1;
-      }
+    const ImU32 dim = (series_colour[s] & 0x00ffffffu) | (ImU32{64} << IM_COL32_A_SHIFT);
+    const int n = std::min(width, static_cast<int>(max_[s].size()));
+    // Rows of each column's span: [hi, lo).
+    const auto hi_of = [&](int c) { return y_of(max_[s][static_cast<std::size_t>(c)]); };
+    const auto lo_of = [&](int c) { return y_of(min_[s][static_cast<std::size_t>(c)]) + 1; };
+    for (int c = 0; c < n; ++c) {
+      const float hi = hi_of(c), lo = lo_of(c);
       const float x = x0 + static_cast<float>(c);
-      draw->AddRectFilled(ImVec2(x, std::max(top, y0)), ImVec2(x + 1, std::min(bottom, y1)), series_colour[s]);
-      prev_top = y_of(max_[s][static_cast<std::size_t>(c)]);
-      prev_bottom = y_of(min_[s][static_cast<std::size_t>(c)]) + 1;
+      if (lo - hi <= kSolidSpan) {
+        float top = hi, bottom = lo;
+        if (c > 0) {  // join to the previous column
+          if (top > lo_of(c - 1) - 1) top = lo_of(c - 1) - 1;
+          if (bottom < hi_of(c - 1) + 1) bottom = hi_of(c - 1) + 1;
+        }
+        fill(x, top, bottom, series_colour[s]);
+        continue;
+      }
+      fill(x, hi + 1, lo - 1, dim);
+      // The max line steps up to a higher neighbour in this column, above the span; the min line
+      // steps down to a lower neighbour below it: never across the dim inside.
+      float line_top = hi, line_bottom = lo;
+      for (const int d : {c - 1, c + 1}) {
+        if (d < 0 || d >= n) continue;
+        line_top = std::min(line_top, hi_of(d));
+        line_bottom = std::max(line_bottom, lo_of(d));
+      }
+      fill(x, line_top, hi + 1, series_colour[s]);
+      fill(x, lo - 1, line_bottom, series_colour[s]);
     }
   }
   for (int q = 1; q <= 4; ++q) {
@@ -535,7 +573,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colours::kMarker), "%s", name.c_str());
       }
       hovered_band_ = -2;
-      if (stacked && !stack_.column_event.empty()) {
+      if (stack_shown && !stack_.column_event.empty()) {
         const auto column = static_cast<std::size_t>(std::clamp<float>(io.MousePos.x - x0, 0, static_cast<float>(stack_.column_event.size() - 1)));
         const double fraction = std::max(0.0, static_cast<double>(y1 - io.MousePos.y) / plot_h);
         BandTooltip(document, selection, column, static_cast<std::uint64_t>(fraction * static_cast<double>(y_max_)));
@@ -556,7 +594,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   if (ImGui::IsItemDeactivated()) {
     if (!dragging_ && model.event_count() > 0) {
       selection.cursor = EventAt(document, selection.time_axis, selection.view.At(mouse_fraction()));
-      if (stacked && hovered_band_ >= 0 && !stack_.column_event.empty()) {
+      if (stack_shown && hovered_band_ >= 0 && !stack_.column_event.empty()) {
         // On a band: the moment that column draws (where the band is live), the allocation selected.
         const auto column = static_cast<std::size_t>(std::clamp<float>(io.MousePos.x - x0, 0, static_cast<float>(stack_.column_event.size() - 1)));
         selection.cursor = stack_.column_event[column];

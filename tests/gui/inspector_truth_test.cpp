@@ -342,6 +342,8 @@ TEST(Inspector, TheActiveMemoryTimelineStacksTheLargestLiveAllocations) {
   timeline.show_reserved = false;  // lines over the stack would hide its pixels
   timeline.show_load = false;
   Render(*app);
+  timeline.WaitStack();
+  Render(*app);
   const Frame frame(*app);
   const PixelRect plot = timeline.plot_rect();
   ASSERT_FALSE(plot.empty());
@@ -384,6 +386,52 @@ TEST(Inspector, TheActiveMemoryTimelineStacksTheLargestLiveAllocations) {
   EXPECT_TRUE(timeline.active_stack().bands.empty());
   const Frame lines(*app);
   EXPECT_NE(lines.At(x, (row_of(0) + top) / 2), frame.At(x, (row_of(0) + top) / 2));
+}
+
+}  // namespace
+}  // namespace fragscope::gui
+
+namespace fragscope::gui {
+namespace {
+
+using namespace fragscope::gui::testing;
+
+// Issue 17, item 6: zoomed out on 10 M events the timeline was a white wall (each column's LOAD
+// spans whole steps, min to max, drawn solid). A wide span is an envelope now: dim inside, its max
+// and min as lines.
+TEST(Inspector, AWideColumnIsAnEnvelopeNotAWall) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-small.fst", "timeline", std::uint64_t{0}, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  TimelinePanel& timeline = app->timeline();
+  timeline.show_reserved = false;
+  timeline.show_in_use = false;
+  Render(*app);
+  const Frame frame(*app);
+  const PixelRect plot = timeline.plot_rect();
+  const auto& model = *app->document()->model;
+  const auto columns = static_cast<std::uint32_t>(plot.x1 - plot.x0);
+  std::vector<std::uint64_t> lo, hi;
+  model.Downsample(app->selection().device, analysis::Series::kLoad, 0, model.event_count(), columns, &lo, &hi);
+  const double h = plot.y1 - plot.y0;
+  const auto row_of = [&](std::uint64_t bytes) {
+    return static_cast<int>(std::round(plot.y1 - static_cast<double>(bytes) / static_cast<double>(timeline.y_max()) * h));
+  };
+  int envelopes = 0;
+  for (std::uint32_t c = 1; c + 1 < columns && envelopes < 20; ++c) {
+    const int top = row_of(hi[c]), bottom = row_of(lo[c]);
+    if (bottom - top < 12) continue;
+    const int x = plot.x0 + static_cast<int>(c);
+    if (x == timeline.plot_rect().x0) continue;  // the cursor's column
+    ++envelopes;
+    EXPECT_EQ(frame.At(x, top), ToRgb(colours::kLoad)) << "the max line, column " << c;
+    EXPECT_EQ(frame.At(x, bottom), ToRgb(colours::kLoad)) << "the min line, column " << c;
+    const Rgb inside = frame.At(x, (top + bottom) / 2);
+    EXPECT_NE(inside, ToRgb(colours::kLoad)) << "not solid inside, column " << c;
+    EXPECT_NE(inside, ToRgb(colours::kBackground)) << "but not empty either, column " << c;
+  }
+  EXPECT_GT(envelopes, 0) << "synth-small has columns that span a step";
 }
 
 }  // namespace
