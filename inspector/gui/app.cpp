@@ -54,7 +54,7 @@ std::uint64_t PeakRssBytes() {
 
 }  // namespace
 
-const std::vector<std::string> kPanelNames = {"timeline", "map", "table", "bins", "oom", "compare"};
+const std::vector<std::string> kPanelNames = {"timeline", "map", "table", "events", "bins", "oom", "compare"};
 
 const std::vector<std::string>& PanelNames() { return kPanelNames; }
 
@@ -403,9 +403,24 @@ void App::DrawUi() {
     if (ImGui::Begin("Free holes by size (bins)", nullptr, kFlags)) histogram_.Draw(state, version);
     ImGui::End();
   }
-  if (wanted("table")) {
+  if (wanted("table") || wanted("events")) {
     place("table", ImVec2(0, top + th + mh), ImVec2(lw, h - th - mh));
-    if (ImGui::Begin("Live allocations", nullptr, kFlags)) table_.Draw(document, selection_, state, version);
+    if (ImGui::Begin("Live allocations and events", nullptr, kFlags)) {
+      if (only) {
+        if (options_.panel == "table") table_.Draw(document, selection_, state, version);
+        if (options_.panel == "events") events_.Draw(document, selection_);
+      } else if (ImGui::BeginTabBar("##allocations and events")) {
+        if (ImGui::BeginTabItem("Live allocations")) {
+          table_.Draw(document, selection_, state, version);
+          ImGui::EndTabItem();
+        }
+        if (ImGui::BeginTabItem("Events around the cursor")) {
+          events_.Draw(document, selection_);
+          ImGui::EndTabItem();
+        }
+        ImGui::EndTabBar();
+      }
+    }
     ImGui::End();
   }
   if (wanted("oom")) {

@@ -23,7 +23,7 @@ namespace fragscope::gui {
 struct ViewOptions {
   std::string trace;                 // open at start (empty: none)
   std::optional<std::uint64_t> at;   // cursor at start (default: the first OOM, else the last event)
-  std::string panel;                 // only this panel: timeline, map, table, bins, oom, compare
+  std::string panel;                 // only this panel: timeline, map, table, events, bins, oom, compare
   int width = 1600, height = 1000;
   bool persist = true;               // ini file and recent files in the config folder
   bool visible = true;               // show the window (screenshots under Xvfb keep it visible too)
@@ -74,6 +74,7 @@ class App {
   const OomPanel& oom() const { return oom_panel_; }
   const LiveTablePanel& table() const { return table_; }
   LiveTablePanel& table() { return table_; }
+  const EventListPanel& events() const { return events_; }
   ComparePanel& compare() { return compare_; }
   WarningsPanel& warnings() { return warnings_; }
   // Where the last frame drew the compare button (to check it is inside the window).
@@ -116,6 +117,7 @@ class App {
   PixelRect compare_button_;
   MemoryMapPanel map_;
   LiveTablePanel table_;
+  EventListPanel events_;
   HistogramPanel histogram_;
   OomPanel oom_panel_;
   ComparePanel compare_;

@@ -13,6 +13,7 @@
 
 #include "document.hpp"
 #include "fragscope/analysis/active_memory.hpp"
+#include "fragscope/analysis/event_list.hpp"
 #include "fragscope/analysis/live_groups.hpp"
 
 namespace fragscope::gui {
@@ -195,6 +196,27 @@ class LiveTablePanel {
   std::uint64_t rows_version_ = ~std::uint64_t{0};
   bool dirty_ = true;
   std::vector<analysis::LiveRow> rows_;
+};
+
+// The selected device's events around the cursor, in words, with what each left in use and
+// reserved (memory_viz's allocator state history): the cursor's row highlighted and scrolled to,
+// a click on a row moves the cursor there.
+class EventListPanel {
+ public:
+  void Draw(const Document& document, Selection& selection);
+  const std::vector<analysis::EventRow>& rows() const { return rows_; }
+  // The row of the cursor's event; -1 when it is another device's event (then the rows are the
+  // selected device's on either side of it).
+  int cursor_row() const { return cursor_row_; }
+  static constexpr std::size_t kAround = 200;  // events listed on each side of the cursor
+
+ private:
+  std::vector<analysis::EventRow> rows_;
+  const Document* document_ = nullptr;
+  std::uint32_t device_ = 0xffffffffu;
+  std::uint64_t cursor_ = ~std::uint64_t{0};
+  int cursor_row_ = -1;
+  bool scroll_to_cursor_ = false;
 };
 
 // Free holes by size class (the allocator's bins) at the cursor.

@@ -436,3 +436,44 @@ TEST(Inspector, AWideColumnIsAnEnvelopeNotAWall) {
 
 }  // namespace
 }  // namespace fragscope::gui
+
+namespace fragscope::gui {
+namespace {
+
+using namespace fragscope::gui::testing;
+
+// Issue 17, memory_viz parity: an event list around the cursor. Opened on synth-oom's first OOM, the
+// list holds the device's events on both sides with the OOM's row the cursor's; each row's numbers
+// are the model's.
+TEST(Inspector, TheEventListShowsTheEventsAroundTheCursor) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-oom.fst", "events", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  Render(*app);
+  const auto& model = *app->document()->model;
+  const std::uint64_t cursor = app->selection().cursor;
+  ASSERT_EQ(model.event(cursor).type, traces::EventType::kOom) << "opened on the first OOM";
+  const EventListPanel& events = app->events();
+  ASSERT_GE(events.cursor_row(), 0);
+  EXPECT_EQ(events.rows()[static_cast<std::size_t>(events.cursor_row())].index, cursor);
+  EXPECT_EQ(events.rows()[static_cast<std::size_t>(events.cursor_row())].what.rfind("OUT OF MEMORY", 0), 0u);
+  EXPECT_EQ(static_cast<std::size_t>(events.cursor_row()), std::min<std::uint64_t>(cursor, EventListPanel::kAround));
+  EXPECT_EQ(events.rows().size(), static_cast<std::size_t>(events.cursor_row()) + 1 +
+                                      std::min<std::uint64_t>(model.event_count() - 1 - cursor, EventListPanel::kAround));
+  for (std::size_t i = 0; i < events.rows().size(); i += 37) {
+    const analysis::EventRow& row = events.rows()[i];
+    EXPECT_EQ(row.in_use, model.ValueAt(app->selection().device, analysis::Series::kInUse, row.index)) << i;
+    if (i > 0) {
+      EXPECT_LT(events.rows()[i - 1].index, row.index);
+    }
+  }
+  // The cursor moves: the list follows.
+  app->SetCursor(cursor + 5);
+  Render(*app);
+  ASSERT_GE(events.cursor_row(), 0);
+  EXPECT_EQ(events.rows()[static_cast<std::size_t>(events.cursor_row())].index, cursor + 5);
+}
+
+}  // namespace
+}  // namespace fragscope::gui
