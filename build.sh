@@ -19,6 +19,7 @@ PACKAGES=(
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libzstd-dev libboost-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
   libimgui-dev libglfw3-dev libstb-dev xvfb xauth libgl1-mesa-dri  # the inspector GUI and its tests
+  fonts-dejavu-core  # the inspector's font when scaled (--scale, HiDPI monitors)
 )
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -114,13 +115,51 @@ bool App::Init(std::string* error) {
   if (options_.persist && !ini_path_.empty() && std::filesystem::exists(ini_path_)) {
     ImGui::LoadIniSettingsFromDisk(ini_path_.c_str());
   }
-  ImGui::StyleColorsDark();
-  ImGui::GetStyle().WindowRounding = 0;
   ImGui_ImplGlfw_InitForOpenGL(window_, true);
   ImGui_ImplOpenGL3_Init("#version 130");
   imgui_ready_ = true;
+  float scale = options_.scale;
+  if (scale <= 0) {  // the monitor's: 2 on a HiDPI screen whose desktop says so, 1 under Xvfb
+    float sx = 1, sy = 1;
+    glfwGetWindowContentScale(window_, &sx, &sy);
+    scale = sx;
+    glfwSetWindowContentScaleCallback(window_, &App::OnContentScale);
+  }
+  ApplyScale(scale);
   if (!options_.trace.empty()) Open(options_.trace);
   return true;
+}
+
+void App::ApplyScale(float scale) {
+  scale = std::clamp(std::isfinite(scale) ? scale : 1.0f, kMinScale, kMaxScale);
+  scale_ = scale;
+  pending_scale_ = 0;
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  const float size = std::round(13 * scale);
+  // ProggyClean (ImGui's font) is a 13 px bitmap font: at 1 it is exact, scaled it blurs. Scaled, a
+  // TrueType monospace font is used where the system has one (fonts-dejavu-core on Debian).
+  const char* kTrueType = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
+  ImFont* font = nullptr;
+  if (scale != 1.0f && std::filesystem::exists(kTrueType)) font = io.Fonts->AddFontFromFileTTF(kTrueType, size);
+  if (font == nullptr) {
+    ImFontConfig config;
+    config.SizePixels = size;
+    io.Fonts->AddFontDefault(&config);
+  }
+  ImGuiStyle style;
+  ImGui::StyleColorsDark(&style);
+  style.WindowRounding = 0;
+  style.ScaleAllSizes(scale);
+  ImGui::GetStyle() = style;
+  // The backend made the font texture on its first frame; a later change remakes it.
+  ImGui_ImplOpenGL3_DestroyFontsTexture();
+  ImGui_ImplOpenGL3_CreateFontsTexture();
+}
+
+void App::OnContentScale(GLFWwindow* window, float x_scale, float /*y_scale*/) {
+  auto* app = static_cast<App*>(glfwGetWindowUserPointer(window));
+  if (app != nullptr && x_scale > 0) app->pending_scale_ = x_scale;  // applied between frames
 }
 
 void App::LoadSettings() {
@@ -328,7 +367,7 @@ void App::DrawUi() {
   const ImVec2 size = ImGui::GetIO().DisplaySize;
   const ImGuiCond cond = options_.persist ? ImGuiCond_FirstUseEver : ImGuiCond_Always;
   constexpr ImGuiWindowFlags kFlags = ImGuiWindowFlags_NoCollapse;
-  const float bar_h = 66;
+  const float bar_h = Px(66);
   ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
   ImGui::SetNextWindowSize(ImVec2(size.x, bar_h), ImGuiCond_Always);
   ImGui::Begin("fragscope", nullptr,
@@ -350,7 +389,7 @@ void App::DrawUi() {
   ImGui::End();
   if (document_ == nullptr) {
     ImGui::SetNextWindowPos(ImVec2(size.x * 0.25f, size.y * 0.35f), ImGuiCond_Always);
-    ImGui::SetNextWindowSize(ImVec2(size.x * 0.5f, 120), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(size.x * 0.5f, Px(120)), ImGuiCond_Always);
     ImGui::Begin("welcome", nullptr, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoSavedSettings);
     // The formats from the registry of readers (fragscope/evidence/readers.hpp).
     if (loader_.running()) {
@@ -441,6 +480,7 @@ void App::DrawUi() {
 void App::Frame(bool swap) {
   const auto frame_start = Clock::now();
   glfwPollEvents();
+  if (pending_scale_ > 0 && pending_scale_ != scale_) ApplyScale(pending_scale_);
   Poll();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();

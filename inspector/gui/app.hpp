@@ -29,7 +29,10 @@ struct ViewOptions {
   bool visible = true;               // show the window (screenshots under Xvfb keep it visible too)
   std::vector<std::string> confs;    // compare: two --alloc-conf strings
   bool stacked = false;              // the timeline starts as the active-memory stack
+  float scale = 0;                   // text and layout scale (--scale); 0: the monitor's content scale
 };
+
+inline constexpr float kMinScale = 0.5f, kMaxScale = 4.0f;
 
 // Panel names --panel accepts.
 const std::vector<std::string>& PanelNames();
@@ -79,6 +82,7 @@ class App {
   WarningsPanel& warnings() { return warnings_; }
   // Where the last frame drew the compare button (to check it is inside the window).
   PixelRect compare_button() const { return compare_button_; }
+  float scale() const { return scale_; }
   void SetCursor(std::uint64_t event);
   // Moves the cursor as the keys do: ←/→, PgUp/PgDn, Home/End, [ ], o, O.
   void Apply(CursorAction action);
@@ -92,6 +96,10 @@ class App {
   void SaveLayout() const;  // the window layout (imgui.ini), through AtomicFile
   void SaveSetting(const std::string& path, std::string_view text) const;
   static void OnDrop(GLFWwindow* window, int count, const char** paths);
+  static void OnContentScale(GLFWwindow* window, float x_scale, float y_scale);
+  // Fonts and style sizes for `scale` (clamped to [kMinScale, kMaxScale]); the panels' own sizes
+  // follow the font (Px).
+  void ApplyScale(float scale);
 
   ViewOptions options_;
   GLFWwindow* window_ = nullptr;
@@ -123,6 +131,8 @@ class App {
   ComparePanel compare_;
   WarningsPanel warnings_;
   bool show_compare_ = false;
+  float scale_ = 1;
+  float pending_scale_ = 0;  // a new content scale from GLFW, applied before the next frame
   double last_ui_ms_ = 0, last_render_ms_ = 0;  // of the last frame, for --bench
 };
 

@@ -82,7 +82,7 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
   for (int i = 0; i < 2; ++i) {
     ImGui::PushID(i);
     // The presets by name; the text stays editable for any configuration.
-    ImGui::SetNextItemWidth(24);
+    ImGui::SetNextItemWidth(Px(24));
     if (ImGui::BeginCombo("##preset", nullptr, ImGuiComboFlags_NoPreview)) {
       for (const analysis::ComparisonPreset& preset : analysis::ComparisonPresets()) {
         if (ImGui::Selectable(preset.label, conf_text_[i] == preset.conf)) conf_text_[i] = preset.conf;
@@ -90,13 +90,13 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
       ImGui::EndCombo();
     }
     ImGui::SameLine(0, 2);
-    ImGui::SetNextItemWidth(260);
+    ImGui::SetNextItemWidth(Px(260));
     ImGui::InputTextWithHint(i == 0 ? "A" : "B", "default policy", &conf_text_[i]);
     ImGui::PopID();
     ImGui::SameLine();
   }
   if (job_.running()) {
-    ImGui::ProgressBar(job_.progress(), ImVec2(200, 0));
+    ImGui::ProgressBar(job_.progress(), ImVec2(Px(200), 0));
   } else if (ImGui::Button("replay both")) {
     Start(document);
   }

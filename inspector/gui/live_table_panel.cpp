@@ -18,7 +18,7 @@ std::string Hex(std::uint64_t value) { return fmt::format("0x{:x}", value); }
 
 void LiveTablePanel::Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
                           std::uint64_t state_version) {
-  ImGui::SetNextItemWidth(150);
+  ImGui::SetNextItemWidth(Px(150));
   int grouping = static_cast<int>(grouping_);
   if (ImGui::Combo("##group", &grouping, "each allocation\0by tag\0by call site\0")) {
     SetGrouping(static_cast<Grouping>(grouping));
@@ -41,7 +41,7 @@ void LiveTablePanel::Draw(const Document& document, Selection& selection, const 
     DrawGroups();
     return;
   }
-  ImGui::SetNextItemWidth(220);
+  ImGui::SetNextItemWidth(Px(220));
   if (ImGui::InputTextWithHint("##filter", "filter by tag", &filter_)) dirty_ = true;
   ImGui::SameLine();
   ImGui::Text("%zu live allocations", rows_.size());

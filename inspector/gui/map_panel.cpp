@@ -108,6 +108,8 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
               FormatBytes(state.reserved).c_str(), FormatBytes(state.in_use).c_str(),
               FormatBytes(state.live_requested).c_str(), static_cast<unsigned long long>(holes),
               FormatBytes(state.free_in_regions).c_str(), FormatBytes(state.largest_hole).c_str());
+  row_height_ = static_cast<int>(Px(kRowHeight));
+  row_gap_ = static_cast<int>(Px(kRowGap));
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float full = height > 0 ? height : avail.y;
   const int width = std::max(16, static_cast<int>(avail.x));
@@ -131,7 +133,7 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
     item_colour[i] = ColourOf(document, selection, state, layout_.items[i]);
   }
   for (int r = 0; r < rows; ++r) {
-    const float ry = y0 + static_cast<float>(r * row_pitch() + kRowGap);
+    const float ry = y0 + static_cast<float>(r * row_pitch() + row_gap_);
     int run_start = 0;
     ImU32 run_colour = 0;
     bool run_open = false;
@@ -147,7 +149,7 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
       }
       if (run_open && (!has || colour != run_colour)) {
         draw->AddRectFilled(ImVec2(x0 + static_cast<float>(run_start), ry),
-                            ImVec2(x0 + static_cast<float>(x), ry + kRowHeight), run_colour);
+                            ImVec2(x0 + static_cast<float>(x), ry + static_cast<float>(row_height_)), run_colour);
         run_open = false;
       }
       if (has && !run_open) {
@@ -163,7 +165,7 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
     const std::uint32_t cell = layout_.CellOf(offset);
     const int r = static_cast<int>(cell) / width, x = static_cast<int>(cell) % width;
     const float ry = y0 + static_cast<float>(r * row_pitch());
-    draw->AddRectFilled(ImVec2(x0 + static_cast<float>(x), ry), ImVec2(x0 + static_cast<float>(x) + 1, ry + kRowGap),
+    draw->AddRectFilled(ImVec2(x0 + static_cast<float>(x), ry), ImVec2(x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_)),
                         IM_COL32(255, 255, 255, 255));
   }
   // The selected chunk, outlined on its cells.
@@ -175,7 +177,7 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
         const int r = static_cast<int>(c) / width, x = static_cast<int>(c) % width;
         const float ry = y0 + static_cast<float>(r * row_pitch());
         draw->AddRectFilled(ImVec2(x0 + static_cast<float>(x), ry + 1),
-                            ImVec2(x0 + static_cast<float>(x) + 1, ry + kRowGap - 1), colours::kSelected);
+                            ImVec2(x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_) - 1), colours::kSelected);
       }
       break;
     }

@@ -155,7 +155,7 @@ void OomPanel::Draw(const Document& document, Selection& selection) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
   const float width = std::max(60.0f, ImGui::GetContentRegionAvail().x - 150);
-  const float bar_h = 14, pitch = 18;
+  const float bar_h = Px(14), pitch = Px(18);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   auto bar = [&](int row, std::uint64_t size, ImU32 colour, const std::string& label) {
     const float y = y0 + pitch * static_cast<float>(row);

@@ -4,6 +4,7 @@
 // in framebuffer pixels, so the tests can check pixels against the model.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,11 @@
 #include "fragscope/analysis/live_groups.hpp"
 
 namespace fragscope::gui {
+
+// Sizes in the panels are given for the 13 px font the layout was made for; Px scales one to the
+// font in use (`view --scale`, or the monitor's content scale), so a HiDPI screen gets a layout as
+// large as its text.
+inline float Px(float logical) { return std::round(logical * ImGui::GetFontSize() / 13.0f); }
 
 struct PixelRect {
   int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // [x0, x1) x [y0, y1); empty when not drawn
@@ -149,8 +155,10 @@ class MemoryMapPanel {
   void Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
             std::uint64_t state_version, float height = 0);
   PixelRect canvas_rect() const { return canvas_rect_; }
-  int row_height() const { return kRowHeight; }
-  int row_pitch() const { return kRowHeight + kRowGap; }
+  // Rows of the last frame, in pixels: kRowHeight and kRowGap at the 13 px font, scaled with it.
+  int row_height() const { return row_height_; }
+  int row_gap() const { return row_gap_; }
+  int row_pitch() const { return row_height_ + row_gap_; }
   const analysis::MapLayout& layout() const { return layout_; }
   // The free event of the selected chunk, when found (shown with a "go to free" button).
   std::optional<std::uint64_t> selected_free_event() const { return free_event_; }
@@ -164,6 +172,7 @@ class MemoryMapPanel {
                     std::uint64_t state_version);
   static constexpr std::uint64_t kFreeLookahead = 2000000;
   PixelRect canvas_rect_;
+  int row_height_ = kRowHeight, row_gap_ = kRowGap;
   analysis::MapLayout layout_;
   std::optional<std::uint64_t> free_event_;
   std::uint64_t free_searched_to_ = 0;

@@ -13,7 +13,7 @@
 namespace fragscope::gui {
 namespace {
 
-constexpr float kMinimapHeight = 26;
+constexpr float kMinimapHeight = 26;  // at the 13 px font: Px() scales them
 constexpr float kAxisHeight = 18;
 
 double AxisTotal(const Document& document, bool time_axis) {
@@ -407,7 +407,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float full = height > 0 ? height : avail.y;
   const int width = std::max(16, static_cast<int>(avail.x));
-  const float plot_h = std::max(20.0f, full - kMinimapHeight - kAxisHeight - 6);
+  const float plot_h = std::max(20.0f, full - Px(kMinimapHeight) - Px(kAxisHeight) - 6);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
   plot_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0) + width,
@@ -481,11 +481,16 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       fill(x, lo - 1, line_bottom, series_colour[s]);
     }
   }
-  for (int q = 1; q <= 4; ++q) {
-    const std::uint64_t v = y_max_ / 4 * static_cast<std::uint64_t>(q);
-    draw->AddText(ImVec2(x0 + 4, y_of(v) + 1), IM_COL32(170, 170, 180, 255), FormatBytes(v).c_str());
+  {
+    // Labels where they fit: a short plot (a small window, a large --scale) labels every other line.
+    const float line_h = ImGui::GetTextLineHeight();
+    const int step = plot_h / 4 >= line_h + 2 ? 1 : plot_h / 2 >= line_h + 2 ? 2 : 4;
+    for (int q = step; q <= 4; q += step) {
+      const std::uint64_t v = y_max_ / 4 * static_cast<std::uint64_t>(q);
+      draw->AddText(ImVec2(x0 + 4, y_of(v) + 1), IM_COL32(170, 170, 180, 255), FormatBytes(v).c_str());
+    }
+    if (plot_h >= 2 * line_h + 4) draw->AddText(ImVec2(x0 + 4, y1 - line_h - 1), IM_COL32(170, 170, 180, 255), "0");
   }
-  draw->AddText(ImVec2(x0 + 4, y1 - ImGui::GetTextLineHeight() - 1), IM_COL32(170, 170, 180, 255), "0");
   limit_row_ = -1;
   if (limit_ > 0 && limit_ <= y_max_) {
     const float y = y_of(limit_);
@@ -613,12 +618,12 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   draw->AddText(ImVec2(x0 + static_cast<float>(width) - right_w, axis_y), IM_COL32(180, 180, 180, 255), right.c_str());
 
   // Minimap: the whole trace (reserved), the visible range outlined; click or drag to move there.
-  const float m0 = y1 + kAxisHeight + 4;
-  const float m1 = m0 + kMinimapHeight;
+  const float m0 = y1 + Px(kAxisHeight) + 4;
+  const float m1 = m0 + Px(kMinimapHeight);
   draw->AddRectFilled(ImVec2(x0, m0), ImVec2(x0 + static_cast<float>(width), m1), IM_COL32(36, 36, 42, 255));
   for (int c = 0; c < width && c < static_cast<int>(overview_.size()); ++c) {
     const double f = static_cast<double>(overview_[static_cast<std::size_t>(c)]) / static_cast<double>(y_max_);
-    const float top = m1 - static_cast<float>(f) * (kMinimapHeight - 2);
+    const float top = m1 - static_cast<float>(f) * (Px(kMinimapHeight) - 2);
     const float x = x0 + static_cast<float>(c);
     draw->AddRectFilled(ImVec2(x, top), ImVec2(x + 1, m1), IM_COL32(150, 100, 40, 255));
   }
@@ -628,7 +633,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     draw->AddRect(ImVec2(vx0, m0), ImVec2(std::max(vx0 + 2, vx1), m1), IM_COL32(255, 255, 255, 200));
   }
   ImGui::SetCursorScreenPos(ImVec2(x0, m0));
-  ImGui::InvisibleButton("##minimap", ImVec2(static_cast<float>(width), kMinimapHeight));
+  ImGui::InvisibleButton("##minimap", ImVec2(static_cast<float>(width), Px(kMinimapHeight)));
   if (ImGui::IsItemActive()) {
     // The minimap is drawn over events (or time) of the whole trace, proportionally.
     const double centre = mouse_fraction() * total;

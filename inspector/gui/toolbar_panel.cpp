@@ -9,13 +9,13 @@ namespace fragscope::gui {
 std::string ToolbarPanel::Draw(const Document* document, Selection& selection, const std::vector<std::string>& recent,
                                const Job& loader) {
   std::string open;
-  ImGui::SetNextItemWidth(360);
+  ImGui::SetNextItemWidth(Px(360));
   const bool entered = ImGui::InputTextWithHint("##path", "trace path (or drop a file on the window)", &path_,
                                                 ImGuiInputTextFlags_EnterReturnsTrue);
   ImGui::SameLine();
   if ((ImGui::Button("Open") || entered) && !path_.empty()) open = path_;
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(160);
+  ImGui::SetNextItemWidth(Px(160));
   if (ImGui::BeginCombo("##recent", "recent files")) {
     for (const std::string& file : recent) {
       if (ImGui::Selectable(file.c_str())) {
@@ -29,7 +29,7 @@ std::string ToolbarPanel::Draw(const Document* document, Selection& selection, c
     const auto& devices = document->model->devices();
     if (devices.size() > 1) {
       ImGui::SameLine();
-      ImGui::SetNextItemWidth(90);
+      ImGui::SetNextItemWidth(Px(90));
       const std::string label = fmt::format("device {}", selection.device);
       if (ImGui::BeginCombo("##device", label.c_str())) {
         for (std::uint32_t d : devices) {
@@ -53,7 +53,7 @@ std::string ToolbarPanel::Draw(const Document* document, Selection& selection, c
   }
   if (loader.running()) {
     ImGui::SameLine();
-    ImGui::ProgressBar(loader.progress(), ImVec2(240, 0), "loading...");
+    ImGui::ProgressBar(loader.progress(), ImVec2(Px(240), 0), "loading...");
   }
   return open;
 }

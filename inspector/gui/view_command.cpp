@@ -25,6 +25,7 @@ struct ViewCommandOptions {
   std::string size = "1600x1000";
   bool bench = false;
   bool stacked = false;
+  float scale = 0;
   std::vector<std::string> confs;
 };
 
@@ -35,6 +36,7 @@ int RunView(const ViewCommandOptions& command) {
   options.panel = command.panel;
   options.confs = command.confs;
   options.stacked = command.stacked;
+  options.scale = command.scale;
   int w = 0, h = 0;
   char x = 0;
   if (std::sscanf(command.size.c_str(), "%d%c%d", &w, &x, &h) != 3 || x != 'x' || w < 200 || h < 200 ||
@@ -87,6 +89,10 @@ Command AddView(CLI::App& app) {
   sub->add_flag("--stacked", options->stacked,
                 "open the timeline as the active-memory timeline: the largest allocations live at the peak stacked as bands "
                 "(a switch in the window too)");
+  sub->add_option("--scale", options->scale,
+                  fmt::format("text and layout scale, {} to {} (default: the monitor's content scale, 1 under Xvfb)",
+                              gui::kMinScale, gui::kMaxScale))
+      ->check(CLI::Range(gui::kMinScale, gui::kMaxScale));
   sub->add_flag("--bench", options->bench, "print load time and frame-time percentiles while sweeping zoom and cursor");
   sub->add_option("--alloc-conf", options->confs, "two configurations for the compare view")->take_all();
   return {sub, [options] { return RunView(*options); }};

@@ -100,7 +100,7 @@ TEST(Inspector, MemoryMapShowsTheFreeColourExactlyOverTheHoles) {
   int free_pixels = 0, checked = 0;
   bool tiny_hole_seen = false;
   for (int r = 0; r < rows; ++r) {
-    const int y = rect.y0 + r * app->map().row_pitch() + MemoryMapPanel::kRowGap + MemoryMapPanel::kRowHeight / 2;
+    const int y = rect.y0 + r * app->map().row_pitch() + app->map().row_gap() + app->map().row_height() / 2;
     for (int x = 0; x < width; ++x) {
       const double cell = static_cast<double>(r) * width + x;
       const int where = in_hole(cell * per_cell, (cell + 1) * per_cell);

@@ -477,3 +477,60 @@ TEST(Inspector, TheEventListShowsTheEventsAroundTheCursor) {
 
 }  // namespace
 }  // namespace fragscope::gui
+
+namespace fragscope::gui {
+namespace {
+
+using namespace fragscope::gui::testing;
+
+// Issue 17, item 4: a fixed 13 px font, no DPI scaling. `--scale` (or the monitor's content scale)
+// sizes the font and the layout: at 2 the font is 26 px, the map's rows twice as tall, and the top
+// bar's controls still inside a 1280x800 window.
+TEST(Inspector, ScaleSizesTheFontAndTheLayout) {
+  const auto open = [](float scale, std::string* skip) -> std::unique_ptr<App> {
+    ViewOptions options;
+    options.trace = kSamples + "synth-oom.fst";
+    options.persist = false;
+    options.width = 1280;
+    options.height = 800;
+    options.scale = scale;
+    auto app = std::make_unique<App>(options);
+    std::string error;
+    if (!app->Init(&error)) {
+      *skip = "no display (" + error + "); run under xvfb-run";
+      return nullptr;
+    }
+    return app;
+  };
+  std::string skip;
+  auto one = open(1, &skip);
+  if (one == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(one->WaitLoaded(false));
+  Render(*one);
+  EXPECT_EQ(one->scale(), 1.0f);
+  EXPECT_EQ(ImGui::GetFontSize(), 13.0f);
+  const PixelRect button1 = one->compare_button();
+  const int row1 = one->map().row_height();
+  one.reset();
+
+  auto two = open(2, &skip);
+  ASSERT_NE(two, nullptr) << skip;
+  ASSERT_TRUE(two->WaitLoaded(false));
+  Render(*two);
+  EXPECT_EQ(two->scale(), 2.0f);
+  EXPECT_EQ(ImGui::GetFontSize(), 26.0f);
+  EXPECT_EQ(two->map().row_height(), 2 * row1);
+  const PixelRect button2 = two->compare_button();
+  EXPECT_GE(button2.y1 - button2.y0, 2 * (button1.y1 - button1.y0) - 2) << "the button grew with the font";
+  EXPECT_GE(button2.x0, 0);
+  EXPECT_LE(button2.x1, 1280);
+  EXPECT_LE(button2.y1, 800);
+  two.reset();
+
+  auto clamped = open(100, &skip);  // out of range: clamped, not a crash
+  ASSERT_NE(clamped, nullptr) << skip;
+  EXPECT_EQ(clamped->scale(), kMaxScale);
+}
+
+}  // namespace
+}  // namespace fragscope::gui
