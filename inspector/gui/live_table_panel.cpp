@@ -49,12 +49,19 @@ void LiveTablePanel::Draw(const Document& document, Selection& selection, const 
                                      ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersOuter;
   if (!ImGui::BeginTable("live", 6, kFlags)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn("address", ImGuiTableColumnFlags_None, 0, 0);
-  ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending, 0, 1);
-  ImGui::TableSetupColumn("requested", ImGuiTableColumnFlags_PreferSortDescending, 0, 2);
-  ImGui::TableSetupColumn("age (events)", ImGuiTableColumnFlags_PreferSortDescending, 0, 3);
-  ImGui::TableSetupColumn("tag", ImGuiTableColumnFlags_None, 0, 4);
-  ImGui::TableSetupColumn("alloc event", ImGuiTableColumnFlags_NoSort, 0, 5);
+  // Numbers get the width they need; the tag (often a long module path) gets the rest (issue 17,
+  // item 4: tags were cut to a sixth of the table).
+  const auto fixed = [](const char* widest) { return ImGui::CalcTextSize(widest).x + Px(8); };
+  ImGui::TableSetupColumn("address", ImGuiTableColumnFlags_WidthFixed, fixed("0x7f0000000000"), 0);
+  ImGui::TableSetupColumn("size", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_DefaultSort |
+                                      ImGuiTableColumnFlags_PreferSortDescending, fixed("1023.99 MiB"), 1);
+  ImGui::TableSetupColumn("requested", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_PreferSortDescending,
+                          fixed("1023.99 MiB"), 2);
+  ImGui::TableSetupColumn("age (events)", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_PreferSortDescending,
+                          fixed("age (events)"), 3);
+  ImGui::TableSetupColumn("tag", ImGuiTableColumnFlags_WidthStretch, 0, 4);
+  ImGui::TableSetupColumn("alloc event", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort,
+                          fixed("alloc event"), 5);
   ImGui::TableHeadersRow();
   if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs != nullptr && specs->SpecsDirty) {
     if (specs->SpecsCount > 0) {
@@ -94,6 +101,7 @@ void LiveTablePanel::Draw(const Document& document, Selection& selection, const 
       ImGui::Text("%llu", static_cast<unsigned long long>(row.age));
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(row.tag.empty() ? "-" : row.tag.c_str());
+      if (!row.tag.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", row.tag.c_str());
       ImGui::TableNextColumn();
       ImGui::Text("%llu", static_cast<unsigned long long>(row.chunk.alloc_event));
     }

@@ -74,29 +74,36 @@ void MemoryMapPanel::DrawSelected(const Document& document, Selection& selection
     free_version_ = state_version;
     free_address_ = chunk->address;
   }
-  ImGui::Text("selected 0x%llx, %s (requested %s), %s, allocated at event %llu",
-              static_cast<unsigned long long>(chunk->address), FormatBytes(chunk->size).c_str(),
-              FormatBytes(chunk->requested).c_str(),
-              chunk->tag == traces::kNoTag ? "no tag" : document.model->TagName(chunk->tag).c_str(),
-              static_cast<unsigned long long>(chunk->alloc_event));
-  ImGui::SameLine();
+  // The buttons first: the line after them may run past the panel, they may not (issue 17, item 4).
   if (ImGui::SmallButton("go to alloc")) {
     selection.cursor = chunk->alloc_event;
     selection.follow_cursor = true;
   }
-  ImGui::SameLine();
+  free_button_ = {};
   if (free_event_) {
-    ImGui::Text("freed at event %llu", static_cast<unsigned long long>(*free_event_));
     ImGui::SameLine();
     if (ImGui::SmallButton("go to free")) {
       selection.cursor = *free_event_;
       selection.follow_cursor = true;
     }
-  } else if (free_searched_to_ >= document.model->event_count()) {
-    ImGui::TextUnformatted("never freed (live at the end of the trace)");
-  } else {
-    ImGui::Text("not freed in the next %llu events", static_cast<unsigned long long>(kFreeLookahead));
+    free_button_ = {static_cast<int>(ImGui::GetItemRectMin().x), static_cast<int>(ImGui::GetItemRectMin().y),
+                    static_cast<int>(ImGui::GetItemRectMax().x), static_cast<int>(ImGui::GetItemRectMax().y)};
   }
+  ImGui::SameLine();
+  std::string freed;
+  if (free_event_) {
+    freed = fmt::format("freed at event {}", *free_event_);
+  } else if (free_searched_to_ >= document.model->event_count()) {
+    freed = "never freed (live at the end of the trace)";
+  } else {
+    freed = fmt::format("not freed in the next {} events", kFreeLookahead);
+  }
+  const std::string tag = chunk->tag == traces::kNoTag ? "no tag" : document.model->TagName(chunk->tag);
+  const std::string line = fmt::format("selected {:#x}, {} (requested {}), allocated at event {}, {}; {}", chunk->address,
+                                       FormatBytes(chunk->size), FormatBytes(chunk->requested), chunk->alloc_event,
+                                       freed, tag);
+  ImGui::TextUnformatted(line.c_str());
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", line.c_str());
 }
 
 void MemoryMapPanel::Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,

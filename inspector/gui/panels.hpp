@@ -162,6 +162,8 @@ class MemoryMapPanel {
   const analysis::MapLayout& layout() const { return layout_; }
   // The free event of the selected chunk, when found (shown with a "go to free" button).
   std::optional<std::uint64_t> selected_free_event() const { return free_event_; }
+  // Where the last frame drew the "go to free" button (empty when none).
+  PixelRect free_button() const { return free_button_; }
   static constexpr int kRowHeight = 14;
   static constexpr int kRowGap = 4;
 
@@ -175,6 +177,7 @@ class MemoryMapPanel {
   int row_height_ = kRowHeight, row_gap_ = kRowGap;
   analysis::MapLayout layout_;
   std::optional<std::uint64_t> free_event_;
+  PixelRect free_button_;
   std::uint64_t free_searched_to_ = 0;
   std::uint64_t free_version_ = ~std::uint64_t{0};
   std::uint64_t free_address_ = 0;

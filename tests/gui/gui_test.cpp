@@ -446,6 +446,33 @@ TEST(Inspector, ASelectedChunkIsOutlinedAndItsFreeIsFound) {
   const int x = rect.x0 + static_cast<int>(cell) % width;
   const int y = rect.y0 + static_cast<int>(cell) / width * app->map().row_pitch() + 1;
   EXPECT_EQ(frame.At(x, y), ToRgb(colours::kSelected));
+  const std::uint64_t cursor = app->selection().cursor;
+  // For the full layout: the largest chunk there that is freed later (the one above may live on).
+  std::optional<std::uint64_t> freed_address;
+  std::uint64_t freed_size = 0;
+  for (const auto& region : state.regions) {
+    for (const auto& c : region.chunks) {
+      if (c.size > freed_size && analysis::FindFreeEvent(model, app->selection().device, c.address, cursor, 2000000)) {
+        freed_address = c.address;
+        freed_size = c.size;
+      }
+    }
+  }
+  ASSERT_TRUE(freed_address.has_value());
+  app.reset();
+
+  // Issue 17, item 4: in the full layout the "go to free" button was clipped behind the line of
+  // text before it. It comes first now: inside the map panel, whatever the tag's length.
+  auto full = OpenApp(kSamples + "synth-small.fst", "", std::nullopt, &skip);
+  ASSERT_NE(full, nullptr) << skip;
+  ASSERT_TRUE(full->WaitLoaded(false));
+  full->SetCursor(cursor);
+  full->selection().selected_address = freed_address;
+  Render(*full);
+  const PixelRect button = full->map().free_button();
+  ASSERT_FALSE(button.empty());
+  EXPECT_GE(button.x0, full->map().canvas_rect().x0);
+  EXPECT_LE(button.x1, full->map().canvas_rect().x1);
 }
 
 TEST(Inspector, EachDeviceOfATwoDeviceTraceHasItsOwnTimelineAndMap) {
