@@ -132,6 +132,7 @@ class App {
   WarningsPanel warnings_;
   bool show_compare_ = false;
   float scale_ = 1;
+  bool panels_tiled_ = false;  // last frame's panels did not overlap: they draw no background
   float pending_scale_ = 0;  // a new content scale from GLFW, applied before the next frame
   double last_ui_ms_ = 0, last_render_ms_ = 0;  // of the last frame, for --bench
 };

@@ -133,8 +133,11 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
     layout_cells_ = cells;
   }
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  // No background under the cells: they cover the rows, and every pixel drawn twice costs a software
-  // renderer (Mesa llvmpipe under Xvfb) a frame's worth of time at this size.
+  // The cells go into one image (pixel_canvas.hpp): a fragmented state is thousands of runs, each a
+  // rectangle that a software renderer (Mesa llvmpipe under Xvfb) sets up at a microsecond apiece.
+  // Between the rows, the window's own colour.
+  const ImVec4 gap = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+  canvas_.Begin(draw, x0, y0, width, rows * row_pitch(), ImGui::ColorConvertFloat4ToU32(ImVec4(gap.x, gap.y, gap.z, 1)));
   std::vector<ImU32> item_colour(layout_.items.size());
   for (std::size_t i = 0; i < layout_.items.size(); ++i) {
     item_colour[i] = ColourOf(document, selection, state, layout_.items[i]);
@@ -155,8 +158,8 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
         }
       }
       if (run_open && (!has || colour != run_colour)) {
-        draw->AddRectFilled(ImVec2(x0 + static_cast<float>(run_start), ry),
-                            ImVec2(x0 + static_cast<float>(x), ry + static_cast<float>(row_height_)), run_colour);
+        canvas_.Fill(x0 + static_cast<float>(run_start), ry, x0 + static_cast<float>(x), ry + static_cast<float>(row_height_),
+                     run_colour);
         run_open = false;
       }
       if (has && !run_open) {
@@ -172,8 +175,8 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
     const std::uint32_t cell = layout_.CellOf(offset);
     const int r = static_cast<int>(cell) / width, x = static_cast<int>(cell) % width;
     const float ry = y0 + static_cast<float>(r * row_pitch());
-    draw->AddRectFilled(ImVec2(x0 + static_cast<float>(x), ry), ImVec2(x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_)),
-                        IM_COL32(255, 255, 255, 255));
+    canvas_.Fill(x0 + static_cast<float>(x), ry, x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_),
+                 IM_COL32(255, 255, 255, 255));
   }
   // The selected chunk, outlined on its cells.
   if (selection.selected_address && layout_.total_bytes > 0) {
@@ -183,13 +186,14 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
       for (std::uint32_t c = c0; c <= c1; ++c) {
         const int r = static_cast<int>(c) / width, x = static_cast<int>(c) % width;
         const float ry = y0 + static_cast<float>(r * row_pitch());
-        draw->AddRectFilled(ImVec2(x0 + static_cast<float>(x), ry + 1),
-                            ImVec2(x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_) - 1), colours::kSelected);
+        canvas_.Fill(x0 + static_cast<float>(x), ry + 1, x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_) - 1,
+                     colours::kSelected);
       }
       break;
     }
   }
 
+  canvas_.Finish();
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
   ImGui::InvisibleButton("##map", ImVec2(static_cast<float>(width), static_cast<float>(rows * row_pitch())));
   const bool map_hovered = ImGui::IsItemHovered();

@@ -13,6 +13,7 @@
 #include <imgui.h>
 
 #include "document.hpp"
+#include "pixel_canvas.hpp"
 #include "fragscope/analysis/active_memory.hpp"
 #include "fragscope/analysis/event_list.hpp"
 #include "fragscope/analysis/live_groups.hpp"
@@ -88,6 +89,11 @@ class TimelinePanel {
   // it is ready for the view drawn, the in-use curve is drawn. Blocks until the computation running
   // now finished; the next frame then shows it (screenshots and tests).
   void WaitStack() { stack_job_.Wait(); }
+  // Frees the plot's textures while the GL context is still current.
+  void ReleaseGl() {
+    plot_canvas_.Release();
+    minimap_canvas_.Release();
+  }
   ~TimelinePanel() { stack_job_.Wait(); }
 
  private:
@@ -105,6 +111,7 @@ class TimelinePanel {
   // The names of the markers drawn within 3 px of x in the last frame, for the tooltip.
   std::vector<std::string> MarkersNear(float x) const;
   PixelRect plot_rect_;
+  PixelCanvas plot_canvas_, minimap_canvas_;
   std::vector<int> marker_columns_;
   std::vector<std::string> marker_labels_;
   std::vector<PixelRect> marker_label_rects_;
@@ -164,6 +171,7 @@ class MemoryMapPanel {
   std::optional<std::uint64_t> selected_free_event() const { return free_event_; }
   // Where the last frame drew the "go to free" button (empty when none).
   PixelRect free_button() const { return free_button_; }
+  void ReleaseGl() { canvas_.Release(); }  // while the GL context is current
   static constexpr int kRowHeight = 14;
   static constexpr int kRowGap = 4;
 
@@ -174,6 +182,7 @@ class MemoryMapPanel {
                     std::uint64_t state_version);
   static constexpr std::uint64_t kFreeLookahead = 2000000;
   PixelRect canvas_rect_;
+  PixelCanvas canvas_;
   int row_height_ = kRowHeight, row_gap_ = kRowGap;
   analysis::MapLayout layout_;
   std::optional<std::uint64_t> free_event_;

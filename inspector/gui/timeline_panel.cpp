@@ -7,47 +7,27 @@
 #include <fmt/format.h>
 
 #include "fragscope/allocator/size.hpp"
-#include "fragscope/analysis/stack_view.hpp"
 #include "panels.hpp"
+#include "timeline_axis.hpp"
 
 namespace fragscope::gui {
+
+using namespace timeline_axis;
+
 namespace {
 
 constexpr float kMinimapHeight = 26;  // at the 13 px font: Px() scales them
 constexpr float kAxisHeight = 18;
 
-double AxisTotal(const Document& document, bool time_axis) {
-  const auto& model = *document.model;
-  const std::uint64_t n = model.event_count();
-  if (n == 0) return 1;
-  if (!time_axis) return static_cast<double>(n);
-  const double first = static_cast<double>(model.event(0).time_ns);
-  const double last = static_cast<double>(model.event(n - 1).time_ns);
-  return std::max(1.0, last - first + 1);
-}
-
-double TimeOrigin(const Document& document) {
-  return document.model->event_count() == 0 ? 0 : static_cast<double>(document.model->event(0).time_ns);
-}
-
-// Axis position of an event (index, or ns since the first event).
-double PositionOf(const Document& document, bool time_axis, std::uint64_t event) {
-  if (!time_axis) return static_cast<double>(event);
-  return static_cast<double>(document.model->event(event).time_ns) - TimeOrigin(document);
-}
-
-// The event at an axis position (the last one at or before it).
-std::uint64_t EventAt(const Document& document, bool time_axis, double position) {
-  const std::uint64_t n = document.model->event_count();
-  if (n == 0) return 0;
-  if (!time_axis) return std::min<std::uint64_t>(n - 1, static_cast<std::uint64_t>(std::max(0.0, position)));
-  const std::uint64_t after = analysis::EventAtTime(*document.model, TimeOrigin(document) + position + 1);
-  return after == 0 ? 0 : std::min(after - 1, n - 1);
-}
-
-std::string AxisLabel(bool time_axis, double position) {
-  if (!time_axis) return fmt::format("event {}", static_cast<std::uint64_t>(position));
-  return fmt::format("{:.3f} ms", position / 1e6);
+// Column c (a pixel wide at x0 + c) filled from rows[c] down to `bottom`, neighbouring columns
+// with the same row as one fill.
+void FillColumnsUp(PixelCanvas& canvas, float x0, float bottom, const std::vector<float>& rows, ImU32 colour) {
+  std::size_t start = 0;
+  for (std::size_t c = 1; c <= rows.size(); ++c) {
+    if (c < rows.size() && rows[c] == rows[start]) continue;
+    if (rows[start] < bottom) canvas.Fill(x0 + static_cast<float>(start), rows[start], x0 + static_cast<float>(c), bottom, colour);
+    start = c;
+  }
 }
 
 bool IsStepMarker(const std::string& name) {
@@ -60,19 +40,6 @@ bool IsStepMarker(const std::string& name) {
 bool IsAllocatorAction(const std::string& name) { return name == "free_requested"; }
 
 }  // namespace
-
-namespace colours {
-ImU32 Band(std::size_t index) {
-  static constexpr ImU32 kPalette[] = {
-      IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255), IM_COL32(89, 161, 79, 255),
-      IM_COL32(225, 87, 89, 255),   IM_COL32(118, 183, 178, 255), IM_COL32(237, 201, 72, 255),
-      IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255),
-      IM_COL32(186, 176, 172, 255), IM_COL32(31, 119, 180, 255),  IM_COL32(174, 199, 232, 255),
-      IM_COL32(44, 160, 44, 255),   IM_COL32(152, 223, 138, 255), IM_COL32(148, 103, 189, 255),
-      IM_COL32(197, 176, 213, 255)};
-  return kPalette[index % (sizeof(kPalette) / sizeof(kPalette[0]))];
-}
-}  // namespace colours
 
 void TimelinePanel::DrawMarkers(const Document& document, const Selection& selection, float x0, float y0,
                                 float y1, int width) {
@@ -121,10 +88,10 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
   for (std::size_t i = 0; i < firsts.size(); ++i) {
     const float x = static_cast<float>(marker_columns_[i]);
     if (markers_dense_) {
-      draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y0 + 6), colours::kMarker);
+      plot_canvas_.Fill(x, y0, x + 1, y0 + 6, colours::kMarker);
       continue;
     }
-    draw->AddRectFilled(ImVec2(x, y0 + line_h + 2), ImVec2(x + 1, y1), colours::kMarker);
+    plot_canvas_.Fill(x, y0 + line_h + 2, x + 1, y1, colours::kMarker);
     const analysis::Marker* marker = firsts[i];
     const float w = ImGui::CalcTextSize(marker->name.c_str()).x;
     const float lx = std::min(x + 2, x0 + static_cast<float>(width) - w - 2);
@@ -209,107 +176,6 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
   } else {
     stack_ = {};
   }
-}
-
-void TimelinePanel::RefreshStack(const Document& document, const Selection& selection, int width) {
-  const StackKey want{&document, selection.device, selection.view.begin, selection.view.end, width, selection.time_axis};
-  if (stack_job_.running()) return;  // the next frame looks again
-  if (stack_job_.finished() && stack_job_result_ != nullptr && stack_job_key_ == want) {
-    stack_ = std::move(*stack_job_result_);
-    stack_job_result_.reset();
-    stack_valid_ = true;
-    return;
-  }
-  // Compute the stack of this view on the job's thread; the model is read-only and shared.
-  stack_job_key_ = want;
-  auto result = std::make_shared<analysis::ActiveMemoryStack>();
-  stack_job_result_ = result;
-  std::shared_ptr<const analysis::TimelineModel> model = document.model;
-  std::vector<std::uint64_t> bounds = selection.time_axis ? bounds_ : std::vector<std::uint64_t>{};
-  const auto begin = static_cast<std::uint64_t>(std::floor(selection.view.begin));
-  const auto end = static_cast<std::uint64_t>(std::ceil(selection.view.end));
-  const std::uint32_t device = selection.device;
-  const auto columns = static_cast<std::uint32_t>(std::max(1, width));
-  stack_job_.Start("active memory", [=, bounds = std::move(bounds)](Job&) {
-    *result = bounds.empty() ? analysis::StackActiveMemory(*model, device, begin, end, columns, kBands)
-                             : analysis::StackActiveMemory(*model, device, bounds, kBands);
-  });
-}
-
-void TimelinePanel::DrawStack(float x0, float y1, float plot_h, int width) {
-  ImDrawList* draw = ImGui::GetWindowDrawList();
-  const auto y_of = [&](std::uint64_t v) {
-    return static_cast<float>(std::round(static_cast<double>(y1) - static_cast<double>(v) / static_cast<double>(y_max_) * plot_h));
-  };
-  // One open run per band (slot 0: the rest): the columns so far with the same rows, drawn as one
-  // rectangle when the rows change, so a band that sits still costs one rectangle, not one per pixel.
-  struct Run {
-    int start = -1;
-    float top = 0, bottom = 0;
-  };
-  std::vector<Run> runs(stack_.bands.size() + 1);
-  const auto colour_of = [](std::size_t slot) { return slot == 0 ? colours::kRestBand : colours::Band(slot - 1); };
-  const auto flush = [&](std::size_t slot, int end_column) {
-    Run& run = runs[slot];
-    if (run.start >= 0 && run.bottom > run.top) {
-      draw->AddRectFilled(ImVec2(x0 + static_cast<float>(run.start), run.top),
-                          ImVec2(x0 + static_cast<float>(end_column), run.bottom), colour_of(slot));
-    }
-    run.start = -1;
-  };
-  const int columns = std::min(width, static_cast<int>(stack_.column_event.size()));
-  for (int c = 0; c < columns; ++c) {
-    const auto column = static_cast<std::size_t>(c);
-    const std::uint64_t event = stack_.column_event[column];
-    std::uint64_t below = 0;
-    for (std::size_t slot = 0; slot < runs.size(); ++slot) {
-      std::uint64_t bytes = 0;
-      if (slot == 0) {
-        bytes = stack_.Rest(column);
-      } else if (stack_.bands[slot - 1].LiveAfter(event)) {
-        bytes = stack_.bands[slot - 1].chunk.size;
-      }
-      const float bottom = y_of(below), top = y_of(below + bytes);
-      below += bytes;
-      Run& run = runs[slot];
-      if (run.start >= 0 && (run.top != top || run.bottom != bottom)) flush(slot, c);
-      if (bytes == 0 || bottom <= top) continue;  // absent, or under a pixel: drawn by its neighbours
-      if (run.start < 0) run = {c, top, bottom};
-    }
-  }
-  for (std::size_t slot = 0; slot < runs.size(); ++slot) flush(slot, columns);
-}
-
-void TimelinePanel::BandTooltip(const Document& document, const Selection& selection, std::size_t column,
-                                std::uint64_t bytes) {
-  hovered_band_ = stack_.BandAt(column, bytes);
-  if (hovered_band_ == -2) return;
-  ImGui::Separator();
-  if (hovered_band_ == -1) {
-    ImGui::Text("%s in other allocations (none of the %zu largest live at this view's peak)",
-                FormatBytes(stack_.Rest(column)).c_str(), stack_.bands.size());
-    return;
-  }
-  const analysis::ActiveBand& band = stack_.bands[static_cast<std::size_t>(hovered_band_)];
-  const auto& model = *document.model;
-  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colours::Band(static_cast<std::size_t>(hovered_band_))),
-                     "%s (requested %s)%s%s", FormatBytes(band.chunk.size).c_str(),
-                     FormatBytes(band.chunk.requested).c_str(), band.chunk.tag == traces::kNoTag ? "" : ", ",
-                     band.chunk.tag == traces::kNoTag ? "" : model.TagName(band.chunk.tag).c_str());
-  const bool freed = band.free_event < model.event_count() && band.free_event < static_cast<std::uint64_t>(-1) &&
-                     PositionOf(document, selection.time_axis, band.free_event) < selection.view.end;
-  if (freed) {
-    ImGui::Text("allocated at event %llu, freed at event %llu", static_cast<unsigned long long>(band.chunk.alloc_event),
-                static_cast<unsigned long long>(band.free_event));
-  } else {
-    ImGui::Text("allocated at event %llu, still live at the view's end",
-                static_cast<unsigned long long>(band.chunk.alloc_event));
-  }
-  if (const std::string* stack = document.StackOf(band.chunk.alloc_event)) {
-    const analysis::StackView view = analysis::ViewStack(*stack, false, 3);
-    for (const std::string& frame : view.frames) ImGui::TextDisabled("  %s", frame.c_str());
-  }
-  ImGui::TextDisabled("(click: cursor there, the allocation selected)");
 }
 
 void TimelinePanel::DrawMoment(const Document& document, const Selection& selection) {
@@ -407,7 +273,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float full = height > 0 ? height : avail.y;
   const int width = std::max(16, static_cast<int>(avail.x));
-  const float plot_h = std::max(20.0f, full - Px(kMinimapHeight) - Px(kAxisHeight) - 6);
+  const float plot_h = std::floor(std::max(20.0f, full - Px(kMinimapHeight) - Px(kAxisHeight) - 6));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float x0 = std::floor(origin.x), y0 = std::floor(origin.y);
   plot_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0) + width,
@@ -416,26 +282,26 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
 
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float y1 = y0 + plot_h;
-  draw->AddRectFilled(ImVec2(x0, y0), ImVec2(x0 + static_cast<float>(width), y1), colours::kBackground);
   auto y_of = [&](std::uint64_t v) {
     const double f = static_cast<double>(v) / static_cast<double>(y_max_);
     return static_cast<float>(std::round(static_cast<double>(y1) - f * plot_h));
   };
+  const bool stack_shown = stacked && stack_valid_;
+  // Everything under the text is filled into one image (pixel_canvas.hpp: thousands of one-pixel
+  // rectangles were llvmpipe's biggest cost); text, the OOM triangles and outlines go on top.
+  plot_canvas_.Begin(draw, x0, y0, width, static_cast<int>(plot_h), colours::kBackground);
   // A y axis: grid lines at quarters of the scale (under the data), labelled (over it, below), and
   // zero at the bottom.
   for (int q = 1; q <= 4; ++q) {
     const float y = y_of(y_max_ / 4 * static_cast<std::uint64_t>(q));
-    draw->AddLine(ImVec2(x0, y), ImVec2(x0 + static_cast<float>(width), y), colours::kGrid);
+    plot_canvas_.Fill(x0, y, x0 + static_cast<float>(width), y + 1, colours::kGrid);
   }
-  const bool stack_shown = stacked && stack_valid_;
   if (stack_shown) {
     DrawStack(x0, y1, plot_h, width);
   } else if (show_in_use) {  // the area under in use, dim, so that LOAD drawn over it stays readable
-    for (int c = 0; c < width && c < static_cast<int>(min_[1].size()); ++c) {
-      const float x = x0 + static_cast<float>(c);
-      draw->AddRectFilled(ImVec2(x, y_of(min_[1][static_cast<std::size_t>(c)])), ImVec2(x + 1, y1),
-                          IM_COL32(40, 62, 110, 255));
-    }
+    std::vector<float> tops(std::min(static_cast<std::size_t>(width), min_[1].size()));
+    for (std::size_t c = 0; c < tops.size(); ++c) tops[c] = y_of(min_[1][c]);
+    FillColumnsUp(plot_canvas_, x0, y1, tops, IM_COL32(40, 62, 110, 255));
   }
   // Stacked, the bands' top is the in-use curve (each column's maximum): no line over it.
   const bool shown[3] = {show_reserved, show_in_use && !stack_shown, show_load};
@@ -447,7 +313,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   const auto fill = [&](float x, float top, float bottom, ImU32 colour) {
     top = std::max(top, y0);
     bottom = std::min(bottom, y1);
-    if (bottom > top) draw->AddRectFilled(ImVec2(x, top), ImVec2(x + 1, bottom), colour);
+    if (bottom > top) plot_canvas_.Fill(x, top, x + 1, bottom, colour);
   };
   for (int s = 0; s < 3; ++s) {
     if (!shown[s]) continue;
@@ -495,7 +361,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   if (limit_ > 0 && limit_ <= y_max_) {
     const float y = y_of(limit_);
     limit_row_ = static_cast<int>(y);
-    draw->AddRectFilled(ImVec2(x0, y), ImVec2(x0 + static_cast<float>(width), y + 1), colours::kLimit);
+    plot_canvas_.Fill(x0, y, x0 + static_cast<float>(width), y + 1, colours::kLimit);
     const std::string label = "limit " + FormatBytes(limit_);
     const float label_w = ImGui::CalcTextSize(label.c_str()).x;
     draw->AddText(ImVec2(x0 + static_cast<float>(width) - label_w - 4, y - ImGui::GetTextLineHeight() - 1),
@@ -520,7 +386,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const float xb = std::min(x0 + static_cast<float>(width),
                               x0 + static_cast<float>(std::ceil(selection.view.Fraction(end) * width)));
     if (xb > xa) {
-      draw->AddRectFilled(ImVec2(xa, y0), ImVec2(xb, y1), IM_COL32(255, 255, 255, 36));
+      plot_canvas_.Fill(xa, y0, xb, y1, IM_COL32(255, 255, 255, 36));
       reconstructed_rect_ = {static_cast<int>(xa), static_cast<int>(y0), static_cast<int>(xb), static_cast<int>(y1)};
     }
     if (xb > xa + 60) {
@@ -538,20 +404,21 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       const float x = x_of(event);
       if (x == last_x) continue;
       last_x = x;
-      draw->AddRectFilled(ImVec2(x, y1 - 6), ImVec2(x + 1, y1), colours::kStep);
+      plot_canvas_.Fill(x, y1 - 6, x + 1, y1, colours::kStep);
     }
     for (std::uint64_t event : document.cursor_index.ooms()) {
       if (!visible(event)) continue;
       const float x = x_of(event);
-      draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y1), colours::kOom);
+      plot_canvas_.Fill(x, y0, x + 1, y1, colours::kOom);
       draw->AddTriangleFilled(ImVec2(x - 4, y0), ImVec2(x + 5, y0), ImVec2(x + 0.5f, y0 + 7), colours::kOom);
     }
   }
   DrawMarkers(document, selection, x0, y0, y1, width);
   if (model.event_count() > 0 && visible(selection.cursor)) {
     const float x = x_of(selection.cursor);
-    draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y1), colours::kCursor);
+    plot_canvas_.Fill(x, y0, x + 1, y1, colours::kCursor);
   }
+  plot_canvas_.Finish();
 
   // Interaction on the plot.
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
@@ -620,12 +487,15 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   // Minimap: the whole trace (reserved), the visible range outlined; click or drag to move there.
   const float m0 = y1 + Px(kAxisHeight) + 4;
   const float m1 = m0 + Px(kMinimapHeight);
-  draw->AddRectFilled(ImVec2(x0, m0), ImVec2(x0 + static_cast<float>(width), m1), IM_COL32(36, 36, 42, 255));
-  for (int c = 0; c < width && c < static_cast<int>(overview_.size()); ++c) {
-    const double f = static_cast<double>(overview_[static_cast<std::size_t>(c)]) / static_cast<double>(y_max_);
-    const float top = m1 - static_cast<float>(f) * (Px(kMinimapHeight) - 2);
-    const float x = x0 + static_cast<float>(c);
-    draw->AddRectFilled(ImVec2(x, top), ImVec2(x + 1, m1), IM_COL32(150, 100, 40, 255));
+  {
+    std::vector<float> tops(static_cast<std::size_t>(width), m1);
+    for (std::size_t c = 0; c < tops.size() && c < overview_.size(); ++c) {
+      const double f = static_cast<double>(overview_[c]) / static_cast<double>(y_max_);
+      tops[c] = std::round(m1 - static_cast<float>(f) * (Px(kMinimapHeight) - 2));
+    }
+    minimap_canvas_.Begin(draw, x0, m0, width, static_cast<int>(m1 - m0), IM_COL32(36, 36, 42, 255));
+    FillColumnsUp(minimap_canvas_, x0, m1, tops, IM_COL32(150, 100, 40, 255));
+    minimap_canvas_.Finish();
   }
   {
     const float vx0 = x0 + static_cast<float>(selection.view.begin / total * width);

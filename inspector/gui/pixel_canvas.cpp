@@ -1,0 +1,91 @@
+#include "pixel_canvas.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include <GL/gl.h>
+
+namespace fragscope::gui {
+namespace {
+
+// The first pixel whose centre is at or after coordinate v.
+int FirstCentre(float v) { return static_cast<int>(std::ceil(v - 0.5f)); }
+
+std::uint32_t Blend(std::uint32_t dst, ImU32 src) {
+  const std::uint32_t a = (src >> IM_COL32_A_SHIFT) & 0xff;
+  std::uint32_t out = 0xffu << IM_COL32_A_SHIFT;
+  for (const unsigned shift : {IM_COL32_R_SHIFT, IM_COL32_G_SHIFT, IM_COL32_B_SHIFT}) {
+    const std::uint32_t s = (src >> shift) & 0xff, d = (dst >> shift) & 0xff;
+    out |= ((s * a + d * (255 - a) + 127) / 255) << shift;
+  }
+  return out;
+}
+
+}  // namespace
+
+void PixelCanvas::Release() {
+  if (texture_ != 0) {
+    const GLuint texture = texture_;
+    glDeleteTextures(1, &texture);
+  }
+  texture_ = 0;
+  texture_width_ = texture_height_ = 0;
+  uploaded_.clear();
+}
+
+void PixelCanvas::Begin(ImDrawList* draw, float x0, float y0, int width, int height, ImU32 background) {
+  width_ = std::max(1, width);
+  height_ = std::max(1, height);
+  x0_ = x0;
+  y0_ = y0;
+  pixels_.assign(static_cast<std::size_t>(width_) * static_cast<std::size_t>(height_), background | (0xffu << IM_COL32_A_SHIFT));
+  if (texture_ == 0) {
+    GLuint texture = 0;
+    glGenTextures(1, &texture);
+    texture_ = texture;
+    glBindTexture(GL_TEXTURE_2D, texture_);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  }
+  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture_)), ImVec2(x0, y0),
+                 ImVec2(x0 + static_cast<float>(width_), y0 + static_cast<float>(height_)));
+}
+
+void PixelCanvas::Fill(float x0, float y0, float x1, float y1, ImU32 colour) {
+  const int ix0 = std::max(0, FirstCentre(x0 - x0_)), ix1 = std::min(width_, FirstCentre(x1 - x0_));
+  const int iy0 = std::max(0, FirstCentre(y0 - y0_)), iy1 = std::min(height_, FirstCentre(y1 - y0_));
+  if (ix1 <= ix0 || iy1 <= iy0) return;
+  const std::uint32_t alpha = (colour >> IM_COL32_A_SHIFT) & 0xff;
+  if (alpha == 0) return;
+  for (int y = iy0; y < iy1; ++y) {
+    std::uint32_t* row = pixels_.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(width_);
+    if (alpha == 255) {
+      std::fill(row + ix0, row + ix1, colour);
+    } else {
+      for (int x = ix0; x < ix1; ++x) row[x] = Blend(row[x], colour);
+    }
+  }
+}
+
+void PixelCanvas::Finish() {
+  if (texture_ == 0) return;
+  // Unchanged since the last upload (the map while only the timeline moves): nothing to send; an
+  // upload is a copy into llvmpipe's tiled layout, a few ms for a large panel.
+  if (texture_width_ == width_ && texture_height_ == height_ && uploaded_ == pixels_) return;
+  uploaded_ = pixels_;
+  glBindTexture(GL_TEXTURE_2D, texture_);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  // ImU32 is R in the low byte: in memory R, G, B, A, as GL_RGBA / GL_UNSIGNED_BYTE reads it.
+  if (texture_width_ != width_ || texture_height_ != height_) {
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width_, height_, 0, GL_RGBA, GL_UNSIGNED_BYTE, pixels_.data());
+    texture_width_ = width_;
+    texture_height_ = height_;
+  } else {
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, width_, height_, GL_RGBA, GL_UNSIGNED_BYTE, pixels_.data());
+  }
+}
+
+}  // namespace fragscope::gui
