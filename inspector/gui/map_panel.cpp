@@ -133,67 +133,73 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
     layout_cells_ = cells;
   }
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  // The cells go into one image (pixel_canvas.hpp): a fragmented state is thousands of runs, each a
-  // rectangle that a software renderer (Mesa llvmpipe under Xvfb) sets up at a microsecond apiece.
-  // Between the rows, the window's own colour.
-  const ImVec4 gap = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
-  canvas_.Begin(draw, x0, y0, width, rows * row_pitch(), ImGui::ColorConvertFloat4ToU32(ImVec4(gap.x, gap.y, gap.z, 1)));
-  std::vector<ImU32> item_colour(layout_.items.size());
-  for (std::size_t i = 0; i < layout_.items.size(); ++i) {
-    item_colour[i] = ColourOf(document, selection, state, layout_.items[i]);
-  }
-  for (int r = 0; r < rows; ++r) {
-    const float ry = y0 + static_cast<float>(r * row_pitch() + row_gap_);
-    int run_start = 0;
-    ImU32 run_colour = 0;
-    bool run_open = false;
-    for (int x = 0; x <= width; ++x) {
-      ImU32 colour = 0;
-      bool has = false;
-      if (x < width) {
-        const analysis::MapCell& cell = layout_.cells[static_cast<std::size_t>(r * width + x)];
-        if (cell.kind != analysis::CellKind::kEmpty) {
-          colour = cell.kind == analysis::CellKind::kFree ? colours::kFree : item_colour[cell.item];
-          has = true;
+  // What the image shows; the same as last frame (the cursor and the selection did not move): the
+  // image is shown again, nothing filled or uploaded.
+  const CanvasKey key{&document, state_version, cells, width, rows, row_height_, row_gap_, selection.colour,
+                      selection.selected_address};
+  if (!(key == canvas_key_ && canvas_.Reuse(draw, x0, y0, width, rows * row_pitch()))) {
+    canvas_key_ = key;
+    // The cells go into one image (pixel_canvas.hpp): a fragmented state is thousands of runs, each a
+    // rectangle that a software renderer (Mesa llvmpipe under Xvfb) sets up at a microsecond apiece.
+    // Between the rows, the window's own colour.
+    const ImVec4 gap = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    canvas_.Begin(draw, x0, y0, width, rows * row_pitch(), ImGui::ColorConvertFloat4ToU32(ImVec4(gap.x, gap.y, gap.z, 1)));
+    std::vector<ImU32> item_colour(layout_.items.size());
+    for (std::size_t i = 0; i < layout_.items.size(); ++i) {
+      item_colour[i] = ColourOf(document, selection, state, layout_.items[i]);
+    }
+    for (int r = 0; r < rows; ++r) {
+      const float ry = y0 + static_cast<float>(r * row_pitch() + row_gap_);
+      int run_start = 0;
+      ImU32 run_colour = 0;
+      bool run_open = false;
+      for (int x = 0; x <= width; ++x) {
+        ImU32 colour = 0;
+        bool has = false;
+        if (x < width) {
+          const analysis::MapCell& cell = layout_.cells[static_cast<std::size_t>(r * width + x)];
+          if (cell.kind != analysis::CellKind::kEmpty) {
+            colour = cell.kind == analysis::CellKind::kFree ? colours::kFree : item_colour[cell.item];
+            has = true;
+          }
+        }
+        if (run_open && (!has || colour != run_colour)) {
+          canvas_.Fill(x0 + static_cast<float>(run_start), ry, x0 + static_cast<float>(x), ry + static_cast<float>(row_height_),
+                       run_colour);
+          run_open = false;
+        }
+        if (has && !run_open) {
+          run_open = true;
+          run_start = x;
+          run_colour = colour;
         }
       }
-      if (run_open && (!has || colour != run_colour)) {
-        canvas_.Fill(x0 + static_cast<float>(run_start), ry, x0 + static_cast<float>(x), ry + static_cast<float>(row_height_),
-                     run_colour);
-        run_open = false;
-      }
-      if (has && !run_open) {
-        run_open = true;
-        run_start = x;
-        run_colour = colour;
+    }
+    // Region starts: a tick in the gap above the row.
+    for (std::uint64_t offset : layout_.region_offsets) {
+      if (layout_.total_bytes == 0) break;
+      const std::uint32_t cell = layout_.CellOf(offset);
+      const int r = static_cast<int>(cell) / width, x = static_cast<int>(cell) % width;
+      const float ry = y0 + static_cast<float>(r * row_pitch());
+      canvas_.Fill(x0 + static_cast<float>(x), ry, x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_),
+                   IM_COL32(255, 255, 255, 255));
+    }
+    // The selected chunk, outlined on its cells.
+    if (selection.selected_address && layout_.total_bytes > 0) {
+      for (const auto& item : layout_.items) {
+        if (item.kind != analysis::MapItemKind::kChunk || item.address != *selection.selected_address) continue;
+        const std::uint32_t c0 = layout_.CellOf(item.offset), c1 = layout_.CellOf(item.offset + item.size - 1);
+        for (std::uint32_t c = c0; c <= c1; ++c) {
+          const int r = static_cast<int>(c) / width, x = static_cast<int>(c) % width;
+          const float ry = y0 + static_cast<float>(r * row_pitch());
+          canvas_.Fill(x0 + static_cast<float>(x), ry + 1, x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_) - 1,
+                       colours::kSelected);
+        }
+        break;
       }
     }
+    canvas_.Finish();
   }
-  // Region starts: a tick in the gap above the row.
-  for (std::uint64_t offset : layout_.region_offsets) {
-    if (layout_.total_bytes == 0) break;
-    const std::uint32_t cell = layout_.CellOf(offset);
-    const int r = static_cast<int>(cell) / width, x = static_cast<int>(cell) % width;
-    const float ry = y0 + static_cast<float>(r * row_pitch());
-    canvas_.Fill(x0 + static_cast<float>(x), ry, x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_),
-                 IM_COL32(255, 255, 255, 255));
-  }
-  // The selected chunk, outlined on its cells.
-  if (selection.selected_address && layout_.total_bytes > 0) {
-    for (const auto& item : layout_.items) {
-      if (item.kind != analysis::MapItemKind::kChunk || item.address != *selection.selected_address) continue;
-      const std::uint32_t c0 = layout_.CellOf(item.offset), c1 = layout_.CellOf(item.offset + item.size - 1);
-      for (std::uint32_t c = c0; c <= c1; ++c) {
-        const int r = static_cast<int>(c) / width, x = static_cast<int>(c) % width;
-        const float ry = y0 + static_cast<float>(r * row_pitch());
-        canvas_.Fill(x0 + static_cast<float>(x), ry + 1, x0 + static_cast<float>(x) + 1, ry + static_cast<float>(row_gap_) - 1,
-                     colours::kSelected);
-      }
-      break;
-    }
-  }
-
-  canvas_.Finish();
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
   ImGui::InvisibleButton("##map", ImVec2(static_cast<float>(width), static_cast<float>(rows * row_pitch())));
   const bool map_hovered = ImGui::IsItemHovered();

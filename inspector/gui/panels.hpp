@@ -117,6 +117,8 @@ class TimelinePanel {
   std::vector<PixelRect> marker_label_rects_;
   bool markers_dense_ = false;
   std::vector<std::pair<float, std::string>> marker_hits_;  // x, name: every marker in view
+  const Document* annotations_document_ = nullptr;
+  std::vector<std::size_t> annotations_;  // indices of the markers drawn as lines (not steps)
   bool drew_moment_ = false;
   std::uint64_t limit_ = 0;  // the selected device's limit when the y scale includes it, else 0
   int limit_row_ = -1;
@@ -183,6 +185,16 @@ class MemoryMapPanel {
   static constexpr std::uint64_t kFreeLookahead = 2000000;
   PixelRect canvas_rect_;
   PixelCanvas canvas_;
+  struct CanvasKey {
+    const Document* document = nullptr;
+    std::uint64_t state_version = ~std::uint64_t{0};
+    std::uint32_t cells = 0;
+    int width = 0, rows = 0, row_height = 0, row_gap = 0;
+    ColourMode colour = ColourMode::kState;
+    std::optional<std::uint64_t> selected;
+    bool operator==(const CanvasKey&) const = default;
+  };
+  CanvasKey canvas_key_;  // what canvas_ shows
   int row_height_ = kRowHeight, row_gap_ = kRowGap;
   analysis::MapLayout layout_;
   std::optional<std::uint64_t> free_event_;

@@ -70,6 +70,17 @@ void PixelCanvas::Fill(float x0, float y0, float x1, float y1, ImU32 colour) {
   }
 }
 
+bool PixelCanvas::Reuse(ImDrawList* draw, float x0, float y0, int width, int height) {
+  if (texture_ == 0 || width != texture_width_ || height != texture_height_ || width != width_ || height != height_) {
+    return false;
+  }
+  x0_ = x0;
+  y0_ = y0;
+  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture_)), ImVec2(x0, y0),
+                 ImVec2(x0 + static_cast<float>(width), y0 + static_cast<float>(height)));
+  return true;
+}
+
 void PixelCanvas::Finish() {
   if (texture_ == 0) return;
   // Unchanged since the last upload (the map while only the timeline moves): nothing to send; an

@@ -34,6 +34,9 @@ class PixelCanvas {
   void Fill(float x0, float y0, float x1, float y1, ImU32 colour);
   // Uploads the image to its texture. Call once after the last Fill of the frame.
   void Finish();
+  // Shows the last image again (nothing to fill or upload) when it was uploaded at this size; false
+  // when there is none (then Begin it).
+  bool Reuse(ImDrawList* draw, float x0, float y0, int width, int height);
 
  private:
   std::vector<std::uint32_t> pixels_;  // RGBA (ImU32 layout), rows top first

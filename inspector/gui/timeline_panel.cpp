@@ -51,11 +51,20 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
   const auto& model = *document.model;
   const auto& markers = model.markers();
   if (markers.empty() || model.event_count() == 0) return;
+  if (annotations_document_ != &document) {
+    // Steps are ticks along the bottom (thousands of them) and the allocator's own bookkeeping is
+    // not an annotation: the rest, found once per document instead of skipped every frame.
+    annotations_.clear();
+    for (std::size_t i = 0; i < markers.size(); ++i) {
+      if (!IsStepMarker(markers[i].name) && !IsAllocatorAction(markers[i].name)) annotations_.push_back(i);
+    }
+    annotations_document_ = &document;
+  }
   // The markers in view, found by event index (markers are in event order).
   const std::uint64_t first = EventAt(document, selection.time_axis, selection.view.begin);
   const std::uint64_t last = EventAt(document, selection.time_axis, selection.view.end);
-  auto it = std::lower_bound(markers.begin(), markers.end(), first,
-                             [](const analysis::Marker& m, std::uint64_t e) { return m.event_index < e; });
+  auto at = std::lower_bound(annotations_.begin(), annotations_.end(), first,
+                             [&markers](std::size_t m, std::uint64_t e) { return markers[m].event_index < e; });
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float line_h = ImGui::GetTextLineHeight();
   float label_end = -1;  // right edge of the last name written
@@ -63,11 +72,9 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
   constexpr int kNamesPerColumn = 4;  // names kept per column for the tooltip
   int names_in_column = 0;
   std::vector<const analysis::Marker*> firsts;  // the first marker of each column drawn
-  for (; it != markers.end() && it->event_index <= last; ++it) {
-    // Steps are ticks along the bottom (thousands of them); the allocator's own bookkeeping is not
-    // an annotation; a marker of another device belongs to that device's timeline.
-    if (IsStepMarker(it->name) || IsAllocatorAction(it->name)) continue;
-    if (it->device != selection.device) continue;
+  for (; at != annotations_.end() && markers[*at].event_index <= last; ++at) {
+    const analysis::Marker* it = &markers[*at];
+    if (it->device != selection.device) continue;  // that device's timeline shows it
     const double p = PositionOf(document, selection.time_axis, it->event_index);
     if (p < selection.view.begin || p >= selection.view.end) continue;
     const float x = x0 + static_cast<float>(std::floor(selection.view.Fraction(p) * width));
@@ -79,7 +86,7 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
     names_in_column = 1;
     last_column = static_cast<int>(x);
     marker_columns_.push_back(last_column);
-    firsts.push_back(&*it);
+    firsts.push_back(it);
   }
   // Dense markers (more than one per kDenseSpacing px on average) would wall the plot in: they are
   // ticks along the top then, named by the tooltip, until a zoom spreads them out.
@@ -399,7 +406,10 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   {
     const auto& steps = document.cursor_index.steps();
     float last_x = -1;
-    for (std::uint64_t event : steps) {
+    const std::uint64_t first = EventAt(document, selection.time_axis, selection.view.begin);
+    const std::uint64_t last = EventAt(document, selection.time_axis, selection.view.end);
+    for (auto it = std::lower_bound(steps.begin(), steps.end(), first); it != steps.end() && *it <= last; ++it) {
+      const std::uint64_t event = *it;
       if (!visible(event)) continue;
       const float x = x_of(event);
       if (x == last_x) continue;

@@ -72,11 +72,41 @@ void ScanBlock(const ModelData& m, const DeviceData& d, Series series, std::uint
   }
 }
 
+// L1At for ascending blocks: the position found last time is where the next search starts, so a
+// walk over a range's 64-event blocks costs a step each instead of a binary search each (a
+// zoomed-out column of a 10 M-event trace walks up to 126 of them, for each of 1,280 columns).
+class L1Walk {
+ public:
+  explicit L1Walk(const DeviceData& d) : d_(d) {}
+  L1Block At(std::uint64_t block) {
+    const auto& at = d_.l1_at;
+    if (pos_ < at.size() && at[pos_] < block) {
+      // Gallop: a few steps ahead linearly, else a binary search of what is left.
+      std::size_t step = 0;
+      while (pos_ < at.size() && at[pos_] < block && step < 8) ++pos_, ++step;
+      if (pos_ < at.size() && at[pos_] < block) {
+        pos_ = static_cast<std::size_t>(std::lower_bound(at.begin() + static_cast<std::ptrdiff_t>(pos_), at.end(), block) - at.begin());
+      }
+    } else if (pos_ > 0 && at[pos_ - 1] >= block) {
+      pos_ = static_cast<std::size_t>(std::lower_bound(at.begin(), at.end(), block) - at.begin());  // went back
+    }
+    if (pos_ < at.size() && at[pos_] == block) return d_.l1[pos_];
+    L1Block flat{};
+    for (int s = 0; s < 3; ++s) flat.end[s] = flat.min[s] = flat.max[s] = pos_ == 0 ? 0 : d_.l1[pos_ - 1].end[s];
+    return flat;
+  }
+
+ private:
+  const DeviceData& d_;
+  std::size_t pos_ = 0;
+};
+
 // Min and max over the values after each event of [begin, end) (non-empty, end <= event count).
 Range MinMax(const ModelData& m, const DeviceData& d, Series series, std::uint64_t begin,
              std::uint64_t end) {
   const int s = static_cast<int>(series);
   Range out;
+  L1Walk l1(d);
   std::uint64_t i = begin;
   while (i < end) {
     if ((i & (kL2 - 1)) == 0 && i + kL2 <= end) {
@@ -85,7 +115,7 @@ Range MinMax(const ModelData& m, const DeviceData& d, Series series, std::uint64
       out.Add(b.max[s]);
       i += kL2;
     } else if ((i & (kL1 - 1)) == 0 && i + kL1 <= end) {
-      const L1Block b = L1At(d, i >> kL1Shift);
+      const L1Block b = l1.At(i >> kL1Shift);
       out.Add(b.min[s]);
       out.Add(b.max[s]);
       i += kL1;
