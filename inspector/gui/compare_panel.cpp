@@ -131,8 +131,11 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
   }
   // The table of `fragscope compare`.
   if (ImGui::BeginTable("compare", 7, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersOuter)) {
-    for (const char* name : {"configuration", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs", "replay"}) {
-      ImGui::TableSetupColumn(name);
+    // The configuration (with "(limit ... as recorded)") gets what the numbers leave; they get what
+    // they need.
+    ImGui::TableSetupColumn("configuration", ImGuiTableColumnFlags_WidthStretch);
+    for (const char* name : {"peak reserved", "overhead", "util@peak", "frag@peak", "OOMs", "replay"}) {
+      ImGui::TableSetupColumn(name, ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("1023.99 MiB").x + Px(12));
     }
     ImGui::TableHeadersRow();
     auto row = [](const std::string& name, const analysis::DeviceMetrics& m, const std::string& seconds) {

@@ -110,7 +110,8 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
                           std::uint64_t state_version, float height) {
   std::uint64_t holes = 0;
   for (const auto& region : state.regions) holes += region.holes.size();
-  ImGui::Text("event %llu: %zu regions, reserved %s, in use %s, LOAD %s, %llu holes (%s free, largest %s)",
+  // Wrapped: in a compare side (half the width) the line did not fit and lost its end (issue 17, item 3).
+  ImGui::TextWrapped("event %llu: %zu regions, reserved %s, in use %s, LOAD %s, %llu holes (%s free, largest %s)",
               static_cast<unsigned long long>(state.event_index), state.regions.size(),
               FormatBytes(state.reserved).c_str(), FormatBytes(state.in_use).c_str(),
               FormatBytes(state.live_requested).c_str(), static_cast<unsigned long long>(holes),
