@@ -13,6 +13,7 @@
 #include "fragscope/analysis/synth.hpp"
 #include "fragscope/analysis/view_model.hpp"
 #include "fragscope/traces/pytorch_snapshot.hpp"
+#include "support/model_of.hpp"
 #include "support/recording_sink.hpp"
 
 namespace fragscope::analysis {
@@ -21,20 +22,7 @@ namespace {
 using traces::Event;
 using traces::EventType;
 
-std::unique_ptr<TimelineModel> ModelOf(const traces::TraceHeader& header, const std::vector<Event>& events,
-                                       const std::vector<std::string>* tags = nullptr) {
-  std::size_t next = 0;
-  BlockSource source = [&](std::vector<Event>* out) {
-    if (next >= events.size()) return false;
-    const std::size_t end = std::min(events.size(), next + 777);  // blocks that straddle 64/4096
-    out->assign(events.begin() + static_cast<std::ptrdiff_t>(next), events.begin() + static_cast<std::ptrdiff_t>(end));
-    next = end;
-    return true;
-  };
-  TimelineOptions options;
-  options.tags = tags;
-  return TimelineModel::Build(header, source, options);
-}
+using testing::ModelOf;
 
 struct HandTrace {
   traces::TraceHeader header;

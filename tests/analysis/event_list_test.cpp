@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fragscope/analysis/event_list.hpp"
+#include "support/model_of.hpp"
 
 namespace fragscope::analysis {
 namespace {
@@ -31,18 +32,7 @@ struct TwoDeviceTrace {
     if (type == EventType::kAlloc) e.region = 0x10000000 * (device + 1), e.alloc_id = e.seq + 1;
     return e;
   }
-  std::unique_ptr<TimelineModel> Model() const {
-    bool fed = false;
-    BlockSource source = [&](std::vector<Event>* out) {
-      if (fed) return false;
-      *out = events;
-      fed = true;
-      return true;
-    };
-    TimelineOptions options;
-    options.tags = &tags;
-    return TimelineModel::Build(header, source, options);
-  }
+  std::unique_ptr<TimelineModel> Model() const { return testing::ModelOf(header, events, &tags); }
 };
 
 TEST(EventList, TheDevicesEventsAroundTheCursorInWords) {

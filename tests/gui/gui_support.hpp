@@ -2,6 +2,7 @@
 // display), frames rendered and read back pixel by pixel.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -56,6 +57,12 @@ inline std::unique_ptr<App> OpenApp(const std::string& trace, const std::string&
     return nullptr;
   }
   return app;
+}
+
+// The pixel row of `bytes` on a timeline plot whose top stands for `y_max` bytes (as it draws it).
+inline int RowOf(const PixelRect& plot, std::uint64_t y_max, std::uint64_t bytes) {
+  const double h = plot.y1 - plot.y0;
+  return static_cast<int>(std::round(plot.y1 - static_cast<double>(bytes) / static_cast<double>(y_max) * h));
 }
 
 inline void Render(App& app) {

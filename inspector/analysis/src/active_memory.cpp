@@ -88,12 +88,8 @@ ActiveMemoryStack StackActiveMemory(const TimelineModel& model, std::uint32_t de
     slices.assign(columns, Slice{at, at, at});
     return Stack(model, device, slices, at + 1, max_bands);
   }
-  __extension__ using U128 = unsigned __int128;
-  const std::uint64_t width = end - begin;
   for (std::uint32_t c = 0; c < columns; ++c) {
-    const auto lo = begin + static_cast<std::uint64_t>(U128{c} * width / columns);
-    auto hi = begin + static_cast<std::uint64_t>(U128{c + std::uint64_t{1}} * width / columns);
-    if (hi <= lo) hi = lo + 1;  // more columns than events: a column shows the event at its start
+    const auto [lo, hi] = TimelineModel::ColumnSlice(begin, end, columns, c);
     slices.push_back({lo, hi, lo});
   }
   return Stack(model, device, slices, end, max_bands);

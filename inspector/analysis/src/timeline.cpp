@@ -184,6 +184,16 @@ void TimelineModel::Downsample(std::uint32_t device, Series series, std::uint64_
   timeline_detail::Downsample(*impl_, device, series, begin, end, columns, min, max);
 }
 
+std::pair<std::uint64_t, std::uint64_t> TimelineModel::ColumnSlice(std::uint64_t begin, std::uint64_t end,
+                                                                    std::uint32_t columns, std::uint32_t c) {
+  __extension__ using U128 = unsigned __int128;
+  const std::uint64_t width = end - begin;
+  const auto lo = begin + static_cast<std::uint64_t>(U128{c} * width / columns);
+  auto hi = begin + static_cast<std::uint64_t>(U128{c + std::uint64_t{1}} * width / columns);
+  if (hi <= lo) hi = lo + 1;  // more columns than events: a column shows the event at its start
+  return {lo, hi};
+}
+
 std::uint64_t TimelineModel::ArgMax(std::uint32_t device, Series series, std::uint64_t begin,
                                     std::uint64_t end) const {
   return timeline_detail::ArgMax(*impl_, device, series, begin, end);

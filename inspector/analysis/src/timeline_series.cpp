@@ -201,12 +201,8 @@ void Downsample(const ModelData& m, std::uint32_t device, Series series, std::ui
     max->assign(columns, v);
     return;
   }
-  __extension__ using U128 = unsigned __int128;
-  const std::uint64_t width = end - begin;
   for (std::uint32_t c = 0; c < columns; ++c) {
-    const auto lo = begin + static_cast<std::uint64_t>(U128{c} * width / columns);
-    auto hi = begin + static_cast<std::uint64_t>(U128{c + std::uint64_t{1}} * width / columns);
-    if (hi <= lo) hi = lo + 1;  // more columns than events: a column shows the event at its start
+    const auto [lo, hi] = TimelineModel::ColumnSlice(begin, end, columns, c);
     const Range r = MinMax(m, *d, series, lo, hi);
     (*min)[c] = r.min;
     (*max)[c] = r.max;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fragscope/analysis/allocation_sequence.hpp"
@@ -117,6 +118,10 @@ class TimelineModel {
   void Downsample(std::uint32_t device, Series series, std::uint64_t begin, std::uint64_t end,
                   std::uint32_t columns, std::vector<std::uint64_t>* min,
                   std::vector<std::uint64_t>* max) const;
+  // The events [first, second) that Downsample gives column c of `columns` over [begin, end)
+  // (begin < end, end already clamped): at least one event.
+  static std::pair<std::uint64_t, std::uint64_t> ColumnSlice(std::uint64_t begin, std::uint64_t end,
+                                                             std::uint32_t columns, std::uint32_t c);
   // The first event of [begin, end) after which `series` of `device` is at its maximum over the
   // range; with an empty range, `begin` (clamped to the last event). From the same pyramid as
   // Downsample: whole blocks are skipped by their max, at most two 64-event blocks are scanned.
