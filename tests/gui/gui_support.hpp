@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app.hpp"
+#include "fragscope/traces/trace_reader.hpp"
 
 namespace fragscope::gui::testing {
 
@@ -57,6 +58,23 @@ inline std::unique_ptr<App> OpenApp(const std::string& trace, const std::string&
     return nullptr;
   }
   return app;
+}
+
+// Appends an event to a hand-made trace (allocations and frees in the region at 0x10000000).
+inline traces::Event& AddEvent(traces::Trace& trace, traces::EventType type, std::uint64_t address, std::uint64_t size,
+                               traces::TagId tag) {
+  traces::Event& e = trace.events.emplace_back();
+  e.type = type;
+  e.seq = trace.events.size() - 1;
+  e.address = address;
+  e.size = size;
+  e.tag = tag;
+  if (type == traces::EventType::kAlloc || type == traces::EventType::kFree) {
+    e.rounded = size;
+    e.region = 0x10000000;
+    e.alloc_id = e.seq + 1;
+  }
+  return e;
 }
 
 // The pixel row of `bytes` on a timeline plot whose top stands for `y_max` bytes (as it draws it).

@@ -139,14 +139,7 @@ TEST(Inspector, MarkersAndAnnotationsAreDrawnAndNamed) {
     trace.header.devices = {{0, "gpu 0", "sim", 1 << 30, 1 << 30}};
     trace.tags = {"annotation: START AdamW.step", "annotation: END AdamW.step", "step 1 begin"};
     const auto add = [&](traces::EventType type, std::uint64_t address, std::uint64_t size, traces::TagId tag) {
-      traces::Event& e = trace.events.emplace_back();
-      e.type = type;
-      e.seq = trace.events.size() - 1;
-      e.address = address;
-      e.size = size;
-      e.tag = tag;
-      if (type == traces::EventType::kAlloc) e.rounded = size, e.region = 0x10000000, e.alloc_id = e.seq + 1;
-      return &e;
+      AddEvent(trace, type, address, size, tag);
     };
     add(traces::EventType::kRegionReserve, 0x10000000, 64 << 20, 0);
     for (std::uint64_t i = 0; i < 40; ++i) {
@@ -196,13 +189,7 @@ TEST(Inspector, DenseMarkersAreTicksAndAllocatorActionsAreNotDrawn) {
     trace.header.devices = {{0, "gpu 0", "sim", 1 << 30, 1 << 30}};
     trace.tags = {"free_requested", "annotation: layer"};
     const auto add = [&](traces::EventType type, std::uint64_t address, std::uint64_t size, traces::TagId tag) {
-      traces::Event& e = trace.events.emplace_back();
-      e.type = type;
-      e.seq = trace.events.size() - 1;
-      e.address = address;
-      e.size = size;
-      e.tag = tag;
-      if (type != traces::EventType::kMarker) e.rounded = size, e.region = 0x10000000, e.alloc_id = e.seq + 1;
+      AddEvent(trace, type, address, size, tag);
     };
     add(traces::EventType::kRegionReserve, 0x10000000, 64 << 20, 0);
     for (std::uint64_t i = 0; i < 400; ++i) {
