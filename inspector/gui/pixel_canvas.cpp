@@ -65,7 +65,16 @@ void PixelCanvas::Fill(float x0, float y0, float x1, float y1, ImU32 colour) {
     if (alpha == 255) {
       std::fill(row + ix0, row + ix1, colour);
     } else {
-      for (int x = ix0; x < ix1; ++x) row[x] = Blend(row[x], colour);
+      // What is under a translucent fill is mostly one colour (the background, a band): blend each
+      // distinct colour once.
+      std::uint32_t last_dst = row[ix0], last_out = Blend(last_dst, colour);
+      for (int x = ix0; x < ix1; ++x) {
+        if (row[x] != last_dst) {
+          last_dst = row[x];
+          last_out = Blend(last_dst, colour);
+        }
+        row[x] = last_out;
+      }
     }
   }
 }
