@@ -142,14 +142,20 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
   const auto columns = static_cast<std::uint32_t>(std::max(1, width));
   constexpr analysis::Series kSeries[3] = {analysis::Series::kReserved, analysis::Series::kInUse,
                                            analysis::Series::kLoad};
+  // All three series in one walk of the model (by Series value), then in the panel's order.
+  std::vector<std::uint64_t> by_series_min[3], by_series_max[3];
   if (selection.time_axis) {
     const double origin = TimeOrigin(document);
     bounds_ = analysis::ColumnsByTime(model, origin + selection.view.begin, origin + selection.view.end, columns);
-    for (int s = 0; s < 3; ++s) analysis::DownsampleRanges(model, selection.device, kSeries[s], bounds_, &min_[s], &max_[s]);
+    analysis::DownsampleRangesAll(model, selection.device, bounds_, by_series_min, by_series_max);
   } else {
     const auto begin = static_cast<std::uint64_t>(std::floor(selection.view.begin));
     const auto end = static_cast<std::uint64_t>(std::ceil(selection.view.end));
-    for (int s = 0; s < 3; ++s) model.Downsample(selection.device, kSeries[s], begin, end, columns, &min_[s], &max_[s]);
+    model.DownsampleAll(selection.device, begin, end, columns, by_series_min, by_series_max);
+  }
+  for (int s = 0; s < 3; ++s) {
+    min_[s] = std::move(by_series_min[static_cast<int>(kSeries[s])]);
+    max_[s] = std::move(by_series_max[static_cast<int>(kSeries[s])]);
   }
   const analysis::DeviceMetrics metrics = model.Metrics(selection.device);
   const std::uint64_t top = std::max({metrics.peak_reserved, metrics.peak_in_use, metrics.peak_load, std::uint64_t{1}});

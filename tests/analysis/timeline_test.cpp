@@ -306,6 +306,15 @@ void CheckAgainstBruteForce(const TraceRun& run, const TimelineModel* model) {
       }
       model->Downsample(device, kAllSeries[trial % 3], begin, end, columns, &mn, &mx);
       ASSERT_EQ(mn.size(), columns);
+      // The three series in one walk: the same numbers as three Downsample calls.
+      std::vector<std::uint64_t> all_min[3], all_max[3];
+      model->DownsampleAll(device, begin, end, columns, all_min, all_max);
+      for (int s = 0; s < 3; ++s) {
+        std::vector<std::uint64_t> one_min, one_max;
+        model->Downsample(device, kAllSeries[s], begin, end, columns, &one_min, &one_max);
+        ASSERT_EQ(all_min[s], one_min) << "series " << s << ", " << begin << ".." << end << " in " << columns;
+        ASSERT_EQ(all_max[s], one_max) << "series " << s << ", " << begin << ".." << end << " in " << columns;
+      }
       end = std::min(end, n);
       const int s = trial % 3;
       for (std::uint32_t c = 0; c < columns; ++c) {

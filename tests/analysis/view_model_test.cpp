@@ -269,6 +269,15 @@ TEST(TimeAxis, ColumnsByTimeAndRanges) {
   DownsampleRanges(*model, 0, Series::kInUse, bounds, &lo, &hi);
   EXPECT_EQ(hi, (std::vector<std::uint64_t>{0, 6 * kMiB, 7 * kMiB, 7 * kMiB}));
   EXPECT_EQ(lo, (std::vector<std::uint64_t>{0, 4 * kMiB, 7 * kMiB, 5 * kMiB}));
+  // All three series at once, empty slices included: the same as one series at a time.
+  const std::vector<std::uint64_t> with_empty = {0, 2, 2, 5, 8};
+  std::vector<std::uint64_t> all_lo[3], all_hi[3];
+  DownsampleRangesAll(*model, 0, with_empty, all_lo, all_hi);
+  for (const Series series : {Series::kInUse, Series::kReserved, Series::kLoad}) {
+    DownsampleRanges(*model, 0, series, with_empty, &lo, &hi);
+    EXPECT_EQ(all_lo[static_cast<int>(series)], lo);
+    EXPECT_EQ(all_hi[static_cast<int>(series)], hi);
+  }
 }
 
 TEST(LiveTable, FilterAndSort) {

@@ -184,6 +184,11 @@ void TimelineModel::Downsample(std::uint32_t device, Series series, std::uint64_
   timeline_detail::Downsample(*impl_, device, series, begin, end, columns, min, max);
 }
 
+void TimelineModel::DownsampleAll(std::uint32_t device, std::uint64_t begin, std::uint64_t end, std::uint32_t columns,
+                                  std::vector<std::uint64_t> min[3], std::vector<std::uint64_t> max[3]) const {
+  timeline_detail::DownsampleAll(*impl_, device, begin, end, columns, min, max);
+}
+
 std::pair<std::uint64_t, std::uint64_t> TimelineModel::ColumnSlice(std::uint64_t begin, std::uint64_t end,
                                                                     std::uint32_t columns, std::uint32_t c) {
   __extension__ using U128 = unsigned __int128;

@@ -155,6 +155,8 @@ std::uint64_t ValueAt(const ModelData& model, std::uint32_t device, Series serie
 void Downsample(const ModelData& model, std::uint32_t device, Series series, std::uint64_t begin,
                 std::uint64_t end, std::uint32_t columns, std::vector<std::uint64_t>* min,
                 std::vector<std::uint64_t>* max);
+void DownsampleAll(const ModelData& model, std::uint32_t device, std::uint64_t begin, std::uint64_t end,
+                   std::uint32_t columns, std::vector<std::uint64_t> min[3], std::vector<std::uint64_t> max[3]);
 std::uint64_t ArgMax(const ModelData& model, std::uint32_t device, Series series, std::uint64_t begin,
                      std::uint64_t end);
 

@@ -128,6 +128,58 @@ Range MinMax(const ModelData& m, const DeviceData& d, Series series, std::uint64
   return out;
 }
 
+// ScanBlock for the three series at once: one pass over the records instead of three.
+void ScanBlockAll(const ModelData& m, const DeviceData& d, std::uint64_t begin, std::uint64_t end, Range out[3]) {
+  constexpr Series kAll[3] = {Series::kInUse, Series::kReserved, Series::kLoad};  // by Series value
+  const std::uint64_t block = begin >> kL1Shift;
+  const std::uint64_t block_begin = block << kL1Shift;
+  const std::uint64_t block_end = std::min(block_begin + kL1, m.store.size());
+  std::uint64_t v[3];
+  if (end - block_begin <= block_end - begin) {
+    for (int s = 0; s < 3; ++s) v[s] = BlockStart(d, s, block);
+    for (std::uint64_t j = block_begin; j < end; ++j) {
+      if (m.store.record(j).device == d.index) {
+        for (int s = 0; s < 3; ++s) v[s] += m.Delta(j, kAll[s]);
+      }
+      if (j >= begin) {
+        for (int s = 0; s < 3; ++s) out[s].Add(v[s]);
+      }
+    }
+  } else {
+    const L1Block after = L1At(d, block);
+    for (int s = 0; s < 3; ++s) v[s] = after.end[s];
+    for (std::uint64_t j = block_end; j-- > begin;) {
+      if (j < end) {
+        for (int s = 0; s < 3; ++s) out[s].Add(v[s]);
+      }
+      if (m.store.record(j).device == d.index) {
+        for (int s = 0; s < 3; ++s) v[s] -= m.Delta(j, kAll[s]);
+      }
+    }
+  }
+}
+
+// MinMax for the three series at once (indexed by Series).
+void MinMaxAll(const ModelData& m, const DeviceData& d, std::uint64_t begin, std::uint64_t end, Range out[3]) {
+  L1Walk l1(d);
+  std::uint64_t i = begin;
+  while (i < end) {
+    if ((i & (kL2 - 1)) == 0 && i + kL2 <= end) {
+      const L2Block b = L2At(d, i >> kL2Shift);
+      for (int s = 0; s < 3; ++s) out[s].Add(b.min[s]), out[s].Add(b.max[s]);
+      i += kL2;
+    } else if ((i & (kL1 - 1)) == 0 && i + kL1 <= end) {
+      const L1Block b = l1.At(i >> kL1Shift);
+      for (int s = 0; s < 3; ++s) out[s].Add(b.min[s]), out[s].Add(b.max[s]);
+      i += kL1;
+    } else {
+      const std::uint64_t stop = std::min(end, ((i >> kL1Shift) + 1) << kL1Shift);
+      ScanBlockAll(m, d, i, stop, out);
+      i = stop;
+    }
+  }
+}
+
 // The first event of [begin, end), all inside one 64-event block, after which the series equals
 // `target`; `end` when none does.
 std::uint64_t FindInBlock(const ModelData& m, const DeviceData& d, Series series, std::uint64_t begin,
@@ -174,6 +226,35 @@ std::uint64_t ArgMax(const ModelData& m, std::uint32_t device, Series series, st
     }
   }
   return begin;  // not reached: the max is some event's value
+}
+
+void DownsampleAll(const ModelData& m, std::uint32_t device, std::uint64_t begin, std::uint64_t end,
+                   std::uint32_t columns, std::vector<std::uint64_t> min[3], std::vector<std::uint64_t> max[3]) {
+  for (int s = 0; s < 3; ++s) {
+    min[s].assign(columns, 0);
+    max[s].assign(columns, 0);
+  }
+  const DeviceData* d = m.Find(device);
+  const std::uint64_t n = m.store.size();
+  if (d == nullptr || n == 0 || columns == 0) return;
+  end = std::min(end, n);
+  if (begin >= end) {
+    for (int s = 0; s < 3; ++s) {
+      const std::uint64_t v = ValueAt(m, device, static_cast<Series>(s), std::min(begin, n - 1));
+      min[s].assign(columns, v);
+      max[s].assign(columns, v);
+    }
+    return;
+  }
+  for (std::uint32_t c = 0; c < columns; ++c) {
+    const auto [lo, hi] = TimelineModel::ColumnSlice(begin, end, columns, c);
+    Range r[3];
+    MinMaxAll(m, *d, lo, hi, r);
+    for (int s = 0; s < 3; ++s) {
+      min[s][c] = r[s].min;
+      max[s][c] = r[s].max;
+    }
+  }
 }
 
 std::uint64_t ValueAt(const ModelData& m, std::uint32_t device, Series series, std::uint64_t index) {

@@ -280,6 +280,26 @@ void DownsampleRanges(const TimelineModel& model, std::uint32_t device, Series s
   }
 }
 
+void DownsampleRangesAll(const TimelineModel& model, std::uint32_t device, const std::vector<std::uint64_t>& bounds,
+                         std::vector<std::uint64_t> min[3], std::vector<std::uint64_t> max[3]) {
+  const std::size_t columns = bounds.empty() ? 0 : bounds.size() - 1;
+  for (int s = 0; s < 3; ++s) {
+    min[s].assign(columns, 0);
+    max[s].assign(columns, 0);
+  }
+  if (model.event_count() == 0) return;
+  std::vector<std::uint64_t> lo[3], hi[3];
+  for (std::size_t c = 0; c < columns; ++c) {
+    if (bounds[c + 1] > bounds[c]) {
+      model.DownsampleAll(device, bounds[c], bounds[c + 1], 1, lo, hi);
+      for (int s = 0; s < 3; ++s) min[s][c] = lo[s][0], max[s][c] = hi[s][0];
+    } else {
+      const std::uint64_t at = std::min(bounds[c] == 0 ? 0 : bounds[c] - 1, model.event_count() - 1);
+      for (int s = 0; s < 3; ++s) min[s][c] = max[s][c] = model.ValueAt(device, static_cast<Series>(s), at);
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------- live table
 
 std::vector<LiveRow> LiveRows(const TimelineModel& model, const MemoryState& state,

@@ -118,6 +118,10 @@ class TimelineModel {
   void Downsample(std::uint32_t device, Series series, std::uint64_t begin, std::uint64_t end,
                   std::uint32_t columns, std::vector<std::uint64_t>* min,
                   std::vector<std::uint64_t>* max) const;
+  // Downsample of the three series in one walk (a plot draws all three): min[s] and max[s] for
+  // Series s (kInUse, kReserved, kLoad), the same numbers as three calls, one pass over the records.
+  void DownsampleAll(std::uint32_t device, std::uint64_t begin, std::uint64_t end, std::uint32_t columns,
+                     std::vector<std::uint64_t> min[3], std::vector<std::uint64_t> max[3]) const;
   // The events [first, second) that Downsample gives column c of `columns` over [begin, end)
   // (begin < end, end already clamped): at least one event.
   static std::pair<std::uint64_t, std::uint64_t> ColumnSlice(std::uint64_t begin, std::uint64_t end,

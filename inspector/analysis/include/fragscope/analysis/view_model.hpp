@@ -118,6 +118,9 @@ std::uint64_t EventAtTime(const TimelineModel& model, double t);
 void DownsampleRanges(const TimelineModel& model, std::uint32_t device, Series series,
                       const std::vector<std::uint64_t>& bounds, std::vector<std::uint64_t>* min,
                       std::vector<std::uint64_t>* max);
+// The same for the three series at once (min[s], max[s] for Series s), one walk per slice.
+void DownsampleRangesAll(const TimelineModel& model, std::uint32_t device, const std::vector<std::uint64_t>& bounds,
+                         std::vector<std::uint64_t> min[3], std::vector<std::uint64_t> max[3]);
 
 // ------------------------------------------------------------------------------- live table
 
