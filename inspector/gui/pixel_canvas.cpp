@@ -9,8 +9,9 @@
 namespace fragscope::gui {
 namespace {
 
-// The first pixel whose centre is at or after coordinate v.
-int FirstCentre(float v) { return static_cast<int>(std::ceil(v - 0.5f)); }
+// The first pixel whose centre is at or after coordinate v (v is finite; clamped far outside any
+// image, so that the conversion to int is always defined).
+int FirstCentre(float v) { return static_cast<int>(std::ceil(std::clamp(v, -1e7f, 1e7f) - 0.5f)); }
 
 std::uint32_t Blend(std::uint32_t dst, ImU32 src) {
   const std::uint32_t a = (src >> IM_COL32_A_SHIFT) & 0xff;
@@ -55,6 +56,11 @@ void PixelCanvas::Begin(ImDrawList* draw, float x0, float y0, int width, int hei
 }
 
 void PixelCanvas::Fill(float x0, float y0, float x1, float y1, ImU32 colour) {
+  if (!(x0 < x1) || !(y0 < y1)) return;  // empty, or NaN
+  if (!std::isfinite(x0) || !std::isfinite(x1) || !std::isfinite(y0) || !std::isfinite(y1)) {
+    x0 = std::isfinite(x0) ? x0 : -1e7f, y0 = std::isfinite(y0) ? y0 : -1e7f;  // -inf
+    x1 = std::isfinite(x1) ? x1 : 1e7f, y1 = std::isfinite(y1) ? y1 : 1e7f;    // +inf
+  }
   const int ix0 = std::max(0, FirstCentre(x0 - x0_)), ix1 = std::min(width_, FirstCentre(x1 - x0_));
   const int iy0 = std::max(0, FirstCentre(y0 - y0_)), iy1 = std::min(height_, FirstCentre(y1 - y0_));
   if (ix1 <= ix0 || iy1 <= iy0) return;
