@@ -97,12 +97,18 @@ case "${1:-help}" in
     # parses files and in the executables on hostile input (ASan+UBSan), data races in the
     # allocator and the trace writer (TSan).
     deps
+    t=$SECONDS
     build asan $(test_targets allocator traces import hostile) fragscope fragscope-train
-    log "allocator, trace, importer and hostile-input tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+    log "asan build took $((SECONDS - t)) s; allocator, trace, importer and hostile-input tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+    t=$SECONDS
     ctest --preset asan
+    log "asan tests took $((SECONDS - t)) s"
+    t=$SECONDS
     build tsan $(test_targets allocator traces)
-    log "allocator and trace tests under ThreadSanitizer"
+    log "tsan build took $((SECONDS - t)) s; allocator and trace tests under ThreadSanitizer"
+    t=$SECONDS
     ctest --preset tsan
+    log "tsan tests took $((SECONDS - t)) s"
     ;;
   bench)
     deps
