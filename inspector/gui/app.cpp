@@ -21,6 +21,7 @@
 
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/errors.hpp"
+#include "fragscope/evidence/evidence_input.hpp"
 #include "fragscope/evidence/readers.hpp"
 #include "fragscope/traces/atomic_file.hpp"
 
@@ -268,9 +269,10 @@ void App::Poll() {
       for (const auto& list : document_->ooms) any_oom = any_oom || !list.empty();
       if (any_oom) {
         // The advice checked by replay and the smallest limit the recorded policy needs, in the
-        // background, from what the one read kept (no second read of the file).
+        // background. The load kept no allocation sequence (the first frame does not wait for it):
+        // read it here, as compare does.
         std::shared_ptr<const analysis::AnalysisContext> context = document_->context;
-        min_limit_job_.Start("minimal limit", [this, context](Job& job) {
+        min_limit_job_.Start("minimal limit", [this, context, path = document_->path](Job& job) {
           if (!context->recorded_conf()) {
             min_limit_error_ = context->recorded_conf_error().empty()
                                    ? "the trace recorded no fragscope configuration"
@@ -282,9 +284,15 @@ void App::Poll() {
             min_limit_error_ = "virtual devices";
             return;
           }
+          std::shared_ptr<const analysis::AnalysisContext> with_sequence = context;
+          if (context->sequence() == nullptr) {
+            auto input = evidence::EvidenceInput::Open(path);
+            with_sequence = analysis::AnalysisContext::WithSequence(
+                *context, analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags()));
+          }
           analysis::DiagnosisOptions options;
           options.min_limit_progress = [&job](std::uint64_t done, std::uint64_t total) { job.SetProgress(done, total); };
-          analysis::Diagnosis diagnosis = analysis::Diagnose(*context, options);
+          analysis::Diagnosis diagnosis = analysis::Diagnose(*with_sequence, options);
           if (diagnosis.min_limit && !diagnosis.min_limit->fits_at_all) {
             min_limit_error_ = "it does not fit even at the full capacity";
           }

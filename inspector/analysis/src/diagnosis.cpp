@@ -49,7 +49,7 @@ std::unique_ptr<AnalysisContext> AnalysisContext::Read(const traces::TraceHeader
     }
   }
   std::optional<AllocationSequenceBuilder> sequence;
-  if (context->recorded_conf_ || options.always_keep_sequence) sequence.emplace(header);
+  if ((context->recorded_conf_ || options.always_keep_sequence) && options.build_sequence) sequence.emplace(header);
   LeakDetector leaks;
   static const std::vector<std::string> kNoTags;
   const std::vector<std::string>& tags = options.tags != nullptr ? *options.tags : kNoTags;
@@ -72,6 +72,16 @@ std::unique_ptr<AnalysisContext> AnalysisContext::Read(const traces::TraceHeader
       context->sequence_ = std::make_unique<AllocationSequence>(sequence->Finish(options.tags));
     }
   }
+  return context;
+}
+
+std::unique_ptr<AnalysisContext> AnalysisContext::WithSequence(const AnalysisContext& base, AllocationSequence sequence) {
+  std::unique_ptr<AnalysisContext> context(new AnalysisContext());
+  context->model_ = base.model_;
+  context->recorded_conf_ = base.recorded_conf_;
+  context->recorded_conf_error_ = base.recorded_conf_error_;
+  context->leak_ = base.leak_;
+  context->sequence_ = std::make_unique<AllocationSequence>(std::move(sequence));
   return context;
 }
 

@@ -37,6 +37,9 @@ struct ContextOptions {
   Progress index_progress;  // while the read events are indexed
   // Keep the allocation sequence whatever the trace holds (the inspector's compare replays it).
   bool always_keep_sequence = false;
+  // Build no allocation sequence during the read (the inspector: its first frame should not wait
+  // for one; its minimal-limit job reads the file again when it needs it, see WithSequence).
+  bool build_sequence = true;
 };
 
 class AnalysisContext {
@@ -57,6 +60,8 @@ class AnalysisContext {
   const std::optional<AllocConf>& recorded_conf() const { return recorded_conf_; }
   const std::string& recorded_conf_error() const { return recorded_conf_error_; }
   const std::optional<LeakFinding>& leak() const { return leak_; }
+  // The same context with `sequence` (read again from the file) as its allocation sequence.
+  static std::unique_ptr<AnalysisContext> WithSequence(const AnalysisContext& base, AllocationSequence sequence);
 
  private:
   AnalysisContext() = default;
