@@ -92,6 +92,31 @@ TEST(Diagnosis, OnePassGivesTheOomsTheCheckedAdviceAndTheMinimalLimit) {
   EXPECT_EQ(device.ooms[0].report.suggestion.rfind("turn gc on", 0), 0u) << device.ooms[0].report.suggestion;
 }
 
+// The inspector's load builds no sequence (its first frame waits for the model only); its job
+// reads the sequence again and attaches it: the same diagnosis as the one-pass context gives.
+TEST(Diagnosis, ASequenceReadAgainGivesTheSameDiagnosis) {
+  const Recorded run = FragmentedRun("backing=sim,capacity=1GiB,limit=64MiB,growth=off,gc=off");
+  OnePass source(run.events);
+  ContextOptions options;
+  options.build_sequence = false;
+  const auto context = AnalysisContext::Read(run.header, source.Blocks(), options);
+  EXPECT_EQ(context->sequence(), nullptr);
+  const Diagnosis without = Diagnose(*context);
+  EXPECT_FALSE(without.min_limit.has_value()) << "nothing to replay";
+
+  OnePass again(run.events);
+  const auto attached = AnalysisContext::WithSequence(*context, BuildAllocationSequence(run.header, again.Blocks()({})));
+  ASSERT_NE(attached->sequence(), nullptr);
+  EXPECT_EQ(&attached->model(), &context->model()) << "the model is shared, not rebuilt";
+  const Diagnosis diagnosis = Diagnose(*attached);
+  ASSERT_TRUE(diagnosis.min_limit.has_value());
+  EXPECT_EQ(diagnosis.min_limit->min_limit, 72 * MiB);
+  ASSERT_EQ(diagnosis.devices.size(), 1u);
+  ASSERT_EQ(diagnosis.devices[0].ooms.size(), 1u);
+  EXPECT_EQ(diagnosis.devices[0].ooms[0].min_limit, 72 * MiB);
+  EXPECT_EQ(diagnosis.devices[0].ooms[0].report.suggestion.rfind("turn gc on", 0), 0u);
+}
+
 TEST(Diagnosis, WithoutAnOomNoSequenceIsKeptAndNothingIsReplayed) {
   Recorded run = FragmentedRun("backing=sim,capacity=1GiB,limit=1GiB,growth=off");
   OnePass source(run.events);
