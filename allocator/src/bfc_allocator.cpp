@@ -42,7 +42,10 @@ void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t req
   }
 
   // Paging: the chunk's pages are no longer free to recycle (a word or two of the map).
-  if (paging_) cached_.Clear(pages_.FirstPage(chunk->address), pages_.EndPage(chunk->address, chunk->size));
+  if (paging_) {
+    const PageMap::Span span = pages_.SpanOf(chunk->address, chunk->size);
+    cached_.ClearSpan(span.first, span.last);
+  }
 
   chunk->requested = requested;
   chunk->alloc_id = next_alloc_id_++;
@@ -102,7 +105,7 @@ inline void BfcAllocator::CacheFreedPages(std::uint64_t address, std::uint64_t b
   const std::uint64_t first = std::max(pages_.FirstPage(address), pages_.FirstWholePage(merged->address));
   const std::uint64_t end = std::min(pages_.EndPage(address, bytes),
                                      pages_.EndWholePage(merged->address, merged->size));
-  if (first < end) cached_.SetWhere(pages_, first, end);
+  cached_.SetWhere(pages_.bits(), first, end);
 }
 
 // Coalesces a just-freed chunk with its free neighbours at once and bins the result, which it returns.

@@ -152,7 +152,7 @@ class BfcAllocator final : public DeviceAllocator {
   bool paging_ = false;
   bool unmap_eager_ = false;
   PageMap pages_;                        // mapped pages of the paging region
-  PageMap cached_;                       // mapped pages no live chunk touches (unmap=lazy keeps them)
+  PageBits cached_;  // mapped pages no live chunk touches (unmap=lazy keeps them); not counted
   std::uint64_t next_region_bytes_ = kFirstRegionBytes;  // growth policy state
   std::uint64_t next_alloc_id_ = 1;
   AllocatorStats stats_;  // counters and peaks; largest_free and chunk counts filled on read

@@ -83,7 +83,7 @@ void BfcAllocator::InitPaging() {
   paging_ = true;
   unmap_eager_ = options_.unmap_eager;
   pages_.Reset(reinterpret_cast<std::uint64_t>(base), range, page);
-  cached_.Reset(reinterpret_cast<std::uint64_t>(base), range, page);
+  cached_.Reset(pages_.pages());
   stats_.regions = stats_.peak_regions = 1;
   stats_.address_space = stats_.peak_address_space = range;
 
@@ -96,7 +96,7 @@ void BfcAllocator::InitPaging() {
                                    options_.device, FormatBytes(initial),
                                    ToString(backing_.info().kind)));
   }
-  cached_.SetWhere(pages_, 0, pages_.high_water());  // mapped, and no chunk on them yet
+  cached_.SetWhere(pages_.bits(), 0, pages_.high_water());  // mapped, and no chunk on them yet
 }
 
 void BfcAllocator::ReleasePaging() noexcept {
@@ -108,7 +108,7 @@ void BfcAllocator::ReleasePaging() noexcept {
       expandable_backing_->Unmap(base, first * page, (end - first) * page);
     });
     pages_.Clear(0, pages_.pages());
-    cached_.Clear(0, cached_.pages());
+    cached_.Clear(0, cached_.capacity());
     expandable_backing_->ReleaseRange(base, expandable_region_->max_size);
   } catch (const std::exception& error) {  // called from a destructor: say what leaked
     fragscope::Log().error("device {}: releasing the paging region {}: {}", options_.device, base,
@@ -187,7 +187,6 @@ void BfcAllocator::UnmapFreedPages(std::uint64_t address, std::uint64_t bytes, c
 // keep_end), from the top of the range down (best fit prefers low addresses, so the top is where a
 // kept page is least likely to be used again). O(runs unmapped + map words above them).
 void BfcAllocator::RecyclePages(std::uint64_t wanted, std::uint64_t keep_first, std::uint64_t keep_end) {
-  if (cached_.mapped_pages() == 0) return;
   const auto take_from = [&](std::uint64_t first, std::uint64_t end) {
     cached_.ForEachSetRunDown(first, end, [&](std::uint64_t a, std::uint64_t b) {
       const std::uint64_t take = std::min(wanted, b - a);
@@ -366,19 +365,16 @@ void BfcAllocator::CheckPagesLocked() const {
     touched.Set(pages_.FirstPage(chunk->address), pages_.EndPage(chunk->address, chunk->size));
   }
   const std::uint64_t end = pages_.high_water();
-  if (cached_.high_water() > end) {
-    fail(fmt::format("cached pages up to page {}, above the highest mapped page {}", cached_.high_water(), end));
+  if (const std::uint64_t p = cached_.Next(end, cached_.capacity(), true); p != cached_.capacity()) {
+    fail(fmt::format("page {} is cached, above the highest mapped page {}", p, end));
   }
-  if (const std::uint64_t p = cached_.FirstMismatch(pages_, touched, end); p != end) {
-    fail(fmt::format("page {:#x} is {}cached but {}", pages_.AddressOf(p), cached_.IsMapped(p) ? "" : "not ",
+  if (const std::uint64_t p = cached_.FirstMismatch(pages_.bits(), touched.bits(), end); p != end) {
+    fail(fmt::format("page {:#x} is {}cached but {}", pages_.AddressOf(p), cached_.Test(p) ? "" : "not ",
                      !pages_.IsMapped(p) ? "unmapped" : touched.IsMapped(p) ? "a live chunk touches it" : "mapped and free"));
   }
-  if (cached_.CountSet(0, end) != cached_.mapped_pages()) {
-    fail(fmt::format("{} cached pages counted, {} found", cached_.mapped_pages(), cached_.CountSet(0, end)));
-  }
   // unmap=eager: mapped pages are exactly the touched ones (none cached).
-  if (unmap_eager_ && options_.preallocate_bytes == 0 && cached_.mapped_pages() != 0) {
-    fail(fmt::format("unmap=eager keeps {} pages mapped with no live chunk on them", cached_.mapped_pages()));
+  if (const std::uint64_t cached = cached_.CountSet(0, end); unmap_eager_ && options_.preallocate_bytes == 0 && cached != 0) {
+    fail(fmt::format("unmap=eager keeps {} pages mapped with no live chunk on them", cached));
   }
 }
 

@@ -1,10 +1,15 @@
-// Which pages of a paging region are mapped: one bit per page of the region's address range.
+// Which pages of a paging region are mapped, and which of those are cached (no live chunk on them).
 // Internal to allocator/src.
 //
-// A bitmap, not an interval set, because the question the hot path asks — "is every page under this
-// chunk mapped?" — is then one or two word tests for any chunk up to 64 pages (128 MiB at 2 MiB
-// pages), with no pointer chasing. The whole map of a 320 GiB range is 20 KiB. Runs (for mapping and
-// unmapping in as few backing calls as possible) are found a word at a time.
+// Bitmaps, not interval sets, because the question the hot path asks — "is every page under this
+// chunk mapped?" — is then one word test for any chunk that does not cross a 64-page boundary (128
+// MiB at 2 MiB pages), with no pointer chasing. The whole map of a 320 GiB range is 20 KiB. Runs
+// (for mapping and unmapping in as few backing calls as possible) are found a word at a time.
+//
+// PageBits is the bare bitmap over page indices; PageMap adds the region's geometry (address <->
+// page), the count of set pages and the high-water page. The mapped pages need the count (it is
+// `reserved`); the cached pages change on every Carve and Free, so they are a bare PageBits and are
+// counted only on the slow path, when asked.
 #pragma once
 
 #include <algorithm>
@@ -14,113 +19,127 @@
 
 namespace fragscope::bfc {
 
-class PageMap {
+class PageBits {
  public:
-  PageMap() = default;
-  // `page_bytes` is a power of two; `range_bytes` a multiple of it.
-  void Reset(std::uint64_t base, std::uint64_t range_bytes, std::uint64_t page_bytes) {
-    base_ = base;
-    page_shift_ = std::countr_zero(page_bytes);
-    pages_ = range_bytes >> page_shift_;
-    words_.assign((pages_ + 63) / 64, 0);
-    mapped_pages_ = 0;
-    high_water_ = 0;
-  }
+  void Reset(std::uint64_t pages) { words_.assign((pages + 63) / 64, 0); }
+  std::uint64_t capacity() const { return words_.size() * 64; }
 
-  std::uint64_t page_bytes() const { return std::uint64_t{1} << page_shift_; }
-  std::uint64_t pages() const { return pages_; }
-  std::uint64_t mapped_pages() const { return mapped_pages_; }
-  std::uint64_t mapped_bytes() const { return mapped_pages_ << page_shift_; }
-  // One past the highest page ever mapped: scans for mapped pages stop here.
-  std::uint64_t high_water() const { return high_water_; }
+  bool Test(std::uint64_t page) const { return (words_[page >> 6] >> (page & 63)) & 1; }
 
-  // Page index range [first, end) of the pages that bytes [address, address + bytes) touch.
-  std::uint64_t FirstPage(std::uint64_t address) const { return (address - base_) >> page_shift_; }
-  std::uint64_t EndPage(std::uint64_t address, std::uint64_t bytes) const {
-    return (address - base_ + bytes + page_bytes() - 1) >> page_shift_;
-  }
-  // Page index range of the pages lying wholly inside [address, address + bytes) (may be empty).
-  std::uint64_t FirstWholePage(std::uint64_t address) const {
-    return (address - base_ + page_bytes() - 1) >> page_shift_;
-  }
-  std::uint64_t EndWholePage(std::uint64_t address, std::uint64_t bytes) const {
-    return (address - base_ + bytes) >> page_shift_;
-  }
-  std::uint64_t AddressOf(std::uint64_t page) const { return base_ + (page << page_shift_); }
-
-  bool IsMapped(std::uint64_t page) const { return (words_[page >> 6] >> (page & 63)) & 1; }
-
-  // Whether every page that [address, address + bytes) touches is mapped. The hot path's one
-  // question: most chunks lie in one word of the map.
-  bool Covers(std::uint64_t address, std::uint64_t bytes) const {
-    return AllSet(FirstPage(address), EndPage(address, bytes));
-  }
-
+  // Whether every page in [first, end) is set (true for an empty range).
   bool AllSet(std::uint64_t first, std::uint64_t end) const {
-    while (first < end) {
-      const std::uint64_t word = first >> 6;
-      const std::uint64_t stop = std::min(end, (word + 1) * 64);
-      const std::uint64_t mask = Mask(first & 63, stop - word * 64);
-      if ((words_[word] & mask) != mask) return false;
-      first = stop;
+    for (; first < end; first = NextWordStart(first, end)) {
+      const std::uint64_t mask = WordMask(first, NextWordStart(first, end));
+      if ((words_[first >> 6] & mask) != mask) return false;
     }
     return true;
   }
 
   std::uint64_t CountSet(std::uint64_t first, std::uint64_t end) const {
     std::uint64_t count = 0;
-    while (first < end) {
-      const std::uint64_t word = first >> 6;
-      const std::uint64_t stop = std::min(end, (word + 1) * 64);
-      count += static_cast<std::uint64_t>(std::popcount(words_[word] & Mask(first & 63, stop - word * 64)));
-      first = stop;
+    for (; first < end; first = NextWordStart(first, end)) {
+      count += static_cast<std::uint64_t>(std::popcount(words_[first >> 6] & WordMask(first, NextWordStart(first, end))));
     }
     return count;
   }
 
-  void Set(std::uint64_t first, std::uint64_t end) {
-    mapped_pages_ += (end - first) - CountSet(first, end);
-    Apply(first, end, true);
-    high_water_ = std::max(high_water_, end);
+  // Sets [first, end); returns how many of those pages were not set before.
+  std::uint64_t Set(std::uint64_t first, std::uint64_t end) {
+    std::uint64_t added = 0;
+    for (; first < end; first = NextWordStart(first, end)) {
+      std::uint64_t& word = words_[first >> 6];
+      const std::uint64_t add = WordMask(first, NextWordStart(first, end)) & ~word;
+      added += static_cast<std::uint64_t>(std::popcount(add));
+      word |= add;
+    }
+    return added;
   }
-  // One pass, and a popcount only for words that held set bits: on Carve's path the pages being
-  // cleared are usually not set (without -mpopcnt a popcount is a libgcc call).
+
+  // Clears [first, end), counting nothing.
   void Clear(std::uint64_t first, std::uint64_t end) {
-    while (first < end) {
-      const std::uint64_t word = first >> 6;
-      const std::uint64_t stop = std::min(end, (word + 1) * 64);
-      const std::uint64_t hit = words_[word] & Mask(first & 63, stop - word * 64);
-      if (hit != 0) {
-        words_[word] &= ~hit;
-        mapped_pages_ -= static_cast<std::uint64_t>(std::popcount(hit));
+    for (; first < end; first = NextWordStart(first, end)) words_[first >> 6] &= ~WordMask(first, NextWordStart(first, end));
+  }
+
+  // The hot path's forms, on an inclusive span [first, last] (never empty): one word, mostly.
+  bool AllSetSpan(std::uint64_t first, std::uint64_t last) const {
+    if ((first ^ last) < 64) [[likely]] {
+      const std::uint64_t mask = WordMask(first, last + 1);
+      return (words_[first >> 6] & mask) == mask;
+    }
+    return AllSet(first, last + 1);
+  }
+  void ClearSpan(std::uint64_t first, std::uint64_t last) {
+    if ((first ^ last) < 64) [[likely]] {
+      words_[first >> 6] &= ~WordMask(first, last + 1);
+      return;
+    }
+    Clear(first, last + 1);
+  }
+
+  // Clears [first, end); returns how many of those pages were set before.
+  std::uint64_t ClearCounted(std::uint64_t first, std::uint64_t end) {
+    std::uint64_t removed = 0;
+    for (; first < end; first = NextWordStart(first, end)) {
+      std::uint64_t& word = words_[first >> 6];
+      const std::uint64_t hit = word & WordMask(first, NextWordStart(first, end));
+      if (hit != 0) {  // without -mpopcnt a popcount is a libgcc call
+        removed += static_cast<std::uint64_t>(std::popcount(hit));
+        word &= ~hit;
       }
-      first = stop;
+    }
+    return removed;
+  }
+
+  // Sets the pages of [first, end) that are set in `other` (a bitmap of the same range), counting
+  // nothing: Free's path (a word, mostly).
+  void SetWhere(const PageBits& other, std::uint64_t first, std::uint64_t end) {
+    if (first >= end) return;
+    if (SameWord(first, end)) [[likely]] {
+      words_[first >> 6] |= other.words_[first >> 6] & WordMask(first, end);
+      return;
+    }
+    for (; first < end; first = NextWordStart(first, end)) {
+      words_[first >> 6] |= other.words_[first >> 6] & WordMask(first, NextWordStart(first, end));
     }
   }
 
-  // Sets the bits of [first, end) that are set in `other` (a map of the same range).
-  void SetWhere(const PageMap& other, std::uint64_t first, std::uint64_t end) {
-    while (first < end) {
-      const std::uint64_t word = first >> 6;
-      const std::uint64_t stop = std::min(end, (word + 1) * 64);
-      const std::uint64_t add = other.words_[word] & Mask(first & 63, stop - word * 64) & ~words_[word];
-      if (add != 0) {
-        words_[word] |= add;
-        mapped_pages_ += static_cast<std::uint64_t>(std::popcount(add));
-        high_water_ = std::max(high_water_, word * 64 + 64 - static_cast<std::uint64_t>(std::countl_zero(add)));
-      }
-      first = stop;
-    }
-  }
-
-  // The first page below `end` whose bit differs from (a & ~b)'s (maps of the same range); `end`
+  // The first page below `end` whose bit differs from (a & ~b)'s (bitmaps of the same range); `end`
   // if none. A word at a time: the invariant checker's comparison of whole maps.
-  std::uint64_t FirstMismatch(const PageMap& a, const PageMap& b, std::uint64_t end) const {
-    for (std::uint64_t word = 0; word * 64 < end; ++word) {
-      const std::uint64_t diff = (words_[word] ^ (a.words_[word] & ~b.words_[word])) & Mask(0, std::min<std::uint64_t>(64, end - word * 64));
-      if (diff != 0) return word * 64 + static_cast<std::uint64_t>(std::countr_zero(diff));
+  std::uint64_t FirstMismatch(const PageBits& a, const PageBits& b, std::uint64_t end) const {
+    for (std::uint64_t first = 0; first < end; first = NextWordStart(first, end)) {
+      const std::uint64_t w = first >> 6;
+      const std::uint64_t diff = (words_[w] ^ (a.words_[w] & ~b.words_[w])) & WordMask(first, NextWordStart(first, end));
+      if (diff != 0) return w * 64 + static_cast<std::uint64_t>(std::countr_zero(diff));
     }
     return end;
+  }
+
+  // The first page at or after `page` (and before `end`) whose bit is `value`; `end` if none.
+  std::uint64_t Next(std::uint64_t page, std::uint64_t end, bool value) const {
+    while (page < end) {
+      const std::uint64_t word = page >> 6;
+      std::uint64_t bits = value ? words_[word] : ~words_[word];
+      bits &= ~std::uint64_t{0} << (page & 63);
+      if (bits != 0) return std::min(end, word * 64 + static_cast<std::uint64_t>(std::countr_zero(bits)));
+      page = (word + 1) * 64;
+    }
+    return end;
+  }
+
+  // One past the highest page in [first, end) whose bit is `value`; `first` if none.
+  std::uint64_t Prev(std::uint64_t first, std::uint64_t end, bool value) const {
+    while (end > first) {
+      const std::uint64_t last = end - 1;
+      const std::uint64_t word = last >> 6;
+      std::uint64_t bits = value ? words_[word] : ~words_[word];
+      bits &= ~std::uint64_t{0} >> (63 - (last & 63));
+      if (bits != 0) {
+        const std::uint64_t hit = word * 64 + 63 - static_cast<std::uint64_t>(std::countl_zero(bits));
+        return hit >= first ? hit + 1 : first;
+      }
+      end = word * 64;
+    }
+    return first;
   }
 
   // Calls fn(first, end) for each maximal run of set pages in [first, end), from the top down,
@@ -137,69 +156,104 @@ class PageMap {
     }
   }
 
-  // Calls fn(first, end) for each maximal run of pages in [first, end) whose bit is `mapped`.
+  // Calls fn(first, end) for each maximal run of pages in [first, end) whose bit is `value`.
   template <typename Fn>
-  void ForEachRun(std::uint64_t first, std::uint64_t end, bool mapped, Fn&& fn) const {
+  void ForEachRun(std::uint64_t first, std::uint64_t end, bool value, Fn&& fn) const {
     std::uint64_t page = first;
     while (page < end) {
-      page = Next(page, end, mapped);
+      page = Next(page, end, value);
       if (page >= end) break;
-      const std::uint64_t stop = Next(page, end, !mapped);
+      const std::uint64_t stop = Next(page, end, !value);
       fn(page, stop);
       page = stop;
     }
   }
 
  private:
-  // Bits [from, to) of a word, 0 <= from < to <= 64.
-  static std::uint64_t Mask(std::uint64_t from, std::uint64_t to) {
-    const std::uint64_t upper = to == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << to) - 1;
-    return upper & ~((std::uint64_t{1} << from) - 1);
+  // Whether the non-empty range [first, end) lies in one word.
+  static bool SameWord(std::uint64_t first, std::uint64_t end) { return (first >> 6) == ((end - 1) >> 6); }
+  // Where the part of [first, end) in first's word stops.
+  static std::uint64_t NextWordStart(std::uint64_t first, std::uint64_t end) {
+    return std::min(end, (first | 63) + 1);
+  }
+  // The bits of first's word for pages [first, stop), where first < stop <= the word's end.
+  // Branch-free: both shifts stay within 0..63.
+  static std::uint64_t WordMask(std::uint64_t first, std::uint64_t stop) {
+    return (~std::uint64_t{0} << (first & 63)) & (~std::uint64_t{0} >> (63 - ((stop - 1) & 63)));
   }
 
-  // The first page at or after `page` (and before `end`) whose bit is `value`; `end` if none.
-  std::uint64_t Next(std::uint64_t page, std::uint64_t end, bool value) const {
-    while (page < end) {
-      const std::uint64_t word = page >> 6;
-      std::uint64_t bits = value ? words_[word] : ~words_[word];
-      bits &= ~((std::uint64_t{1} << (page & 63)) - 1);
-      if (bits != 0) return std::min(end, word * 64 + static_cast<std::uint64_t>(std::countr_zero(bits)));
-      page = (word + 1) * 64;
-    }
-    return end;
+  std::vector<std::uint64_t> words_;
+};
+
+class PageMap {
+ public:
+  PageMap() = default;
+  // `page_bytes` is a power of two; `range_bytes` a multiple of it.
+  void Reset(std::uint64_t base, std::uint64_t range_bytes, std::uint64_t page_bytes) {
+    base_ = base;
+    page_shift_ = std::countr_zero(page_bytes);
+    page_mask_ = page_bytes - 1;
+    pages_ = range_bytes >> page_shift_;
+    bits_.Reset(pages_);
+    mapped_pages_ = 0;
+    high_water_ = 0;
   }
 
-  // One past the highest page in [first, end) whose bit is `value`; `first` if none.
-  std::uint64_t Prev(std::uint64_t first, std::uint64_t end, bool value) const {
-    while (end > first) {
-      const std::uint64_t last = end - 1;
-      const std::uint64_t word = last >> 6;
-      std::uint64_t bits = value ? words_[word] : ~words_[word];
-      bits &= Mask(0, (last & 63) + 1);
-      if (bits != 0) {
-        const std::uint64_t hit = word * 64 + 63 - static_cast<std::uint64_t>(std::countl_zero(bits));
-        return hit >= first ? hit + 1 : first;
-      }
-      end = word * 64;
-    }
-    return first;
+  const PageBits& bits() const { return bits_; }
+  std::uint64_t page_bytes() const { return page_mask_ + 1; }
+  std::uint64_t pages() const { return pages_; }
+  std::uint64_t mapped_pages() const { return mapped_pages_; }
+  std::uint64_t mapped_bytes() const { return mapped_pages_ << page_shift_; }
+  // One past the highest page ever mapped: scans for mapped pages stop here.
+  std::uint64_t high_water() const { return high_water_; }
+
+  // Page index range [first, end) of the pages that bytes [address, address + bytes) touch.
+  std::uint64_t FirstPage(std::uint64_t address) const { return (address - base_) >> page_shift_; }
+  std::uint64_t EndPage(std::uint64_t address, std::uint64_t bytes) const {
+    return (address - base_ + bytes + page_mask_) >> page_shift_;
+  }
+  // Page index range of the pages lying wholly inside [address, address + bytes) (may be empty).
+  std::uint64_t FirstWholePage(std::uint64_t address) const { return (address - base_ + page_mask_) >> page_shift_; }
+  std::uint64_t EndWholePage(std::uint64_t address, std::uint64_t bytes) const {
+    return (address - base_ + bytes) >> page_shift_;
+  }
+  std::uint64_t AddressOf(std::uint64_t page) const { return base_ + (page << page_shift_); }
+
+  bool IsMapped(std::uint64_t page) const { return bits_.Test(page); }
+  // The pages that bytes [address, address + bytes) touch, bytes > 0, as an inclusive span: what the
+  // hot path computes (fewer instructions than FirstPage and EndPage).
+  struct Span {
+    std::uint64_t first, last;
+  };
+  Span SpanOf(std::uint64_t address, std::uint64_t bytes) const {
+    const std::uint64_t offset = address - base_;
+    return {offset >> page_shift_, (offset + bytes - 1) >> page_shift_};
+  }
+  // Whether every page that [address, address + bytes) touches is mapped (bytes > 0): one word test
+  // for most chunks.
+  bool Covers(std::uint64_t address, std::uint64_t bytes) const {
+    const Span span = SpanOf(address, bytes);
+    return bits_.AllSetSpan(span.first, span.last);
+  }
+  std::uint64_t CountSet(std::uint64_t first, std::uint64_t end) const { return bits_.CountSet(first, end); }
+
+  void Set(std::uint64_t first, std::uint64_t end) {
+    mapped_pages_ += bits_.Set(first, end);
+    if (first < end) high_water_ = std::max(high_water_, end);
+  }
+  void Clear(std::uint64_t first, std::uint64_t end) { mapped_pages_ -= bits_.ClearCounted(first, end); }
+
+  template <typename Fn>
+  void ForEachRun(std::uint64_t first, std::uint64_t end, bool mapped, Fn&& fn) const {
+    bits_.ForEachRun(first, end, mapped, fn);
   }
 
-  void Apply(std::uint64_t first, std::uint64_t end, bool value) {
-    while (first < end) {
-      const std::uint64_t word = first >> 6;
-      const std::uint64_t stop = std::min(end, (word + 1) * 64);
-      const std::uint64_t mask = Mask(first & 63, stop - word * 64);
-      if (value) words_[word] |= mask;
-      else words_[word] &= ~mask;
-      first = stop;
-    }
-  }
-
+ private:
   std::uint64_t base_ = 0;
   int page_shift_ = 21;
+  std::uint64_t page_mask_ = (std::uint64_t{1} << 21) - 1;
   std::uint64_t pages_ = 0;
-  std::vector<std::uint64_t> words_;
+  PageBits bits_;
   std::uint64_t mapped_pages_ = 0;
   std::uint64_t high_water_ = 0;
 };
