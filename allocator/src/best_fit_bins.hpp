@@ -44,15 +44,18 @@ class BestFitBins {
   void Insert(Chunk* chunk) {
     const int bin = BinIndex(chunk->size);
     const int sub = SubIndex(chunk->size, bin);
+    chunk->bin_class = static_cast<std::uint16_t>(bin);
+    chunk->bin_sub = static_cast<std::uint16_t>(sub);
     trees_[bin][sub].insert(*chunk);
     sub_mask_[bin] |= std::uint64_t{1} << sub;
     bin_mask_ |= std::uint64_t{1} << bin;
     ++count_;
   }
 
+  // `chunk` must be binned, with the size it was inserted with.
   void Erase(Chunk* chunk) {
-    const int bin = BinIndex(chunk->size);
-    const int sub = SubIndex(chunk->size, bin);
+    const int bin = chunk->bin_class;
+    const int sub = chunk->bin_sub;
     Tree& tree = trees_[bin][sub];
     tree.erase(tree.iterator_to(*chunk));
     if (tree.empty()) {

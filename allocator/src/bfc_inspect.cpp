@@ -176,6 +176,10 @@ void BfcAllocator::CheckInvariantsLocked() const {
     if (BestFitBins::BinIndex(chunk.size) != bin || BestFitBins::SubIndex(chunk.size, bin) != sub) {
       Violation(dev, "chunk {:#x} of {} bytes is in class ({}, {})", chunk.address, chunk.size, bin, sub);
     }
+    if (chunk.bin_class != bin || chunk.bin_sub != sub) {
+      Violation(dev, "chunk {:#x} is in class ({}, {}) but records ({}, {})", chunk.address, bin, sub,
+                chunk.bin_class, chunk.bin_sub);
+    }
     if (previous != nullptr &&
         !(previous->size < chunk.size || (previous->size == chunk.size && previous->address < chunk.address))) {
       Violation(dev, "bins are not ordered by (size, address) at {:#x}", chunk.address);

@@ -32,6 +32,10 @@ struct Chunk {
   Chunk* next = nullptr;
   Region* region = nullptr;
   traces::TagId tag = traces::kNoTag;
+  // While binned: the (class, sub-class) it is binned under, so that erasing it computes nothing
+  // (BestFitBins). Fits in the padding after `tag`.
+  std::uint16_t bin_class = 0;
+  std::uint16_t bin_sub = 0;
 
   bool in_use() const { return alloc_id != 0; }
   std::uint64_t end() const { return address + size; }
