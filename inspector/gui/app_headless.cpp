@@ -128,12 +128,14 @@ int App::RunBench() {
   std::vector<double> zoom, pan, cursor;
   const double total = static_cast<double>(n);
   std::vector<double> ui, render;
+  std::vector<double> ui_of[3];  // the inspector's own work, by phase: zoom, pan, cursor
   auto timed = [&](std::vector<double>* out) {
     const auto t0 = Clock::now();
     Frame(false);
     out->push_back(Seconds(t0) * 1e3);
     ui.push_back(last_ui_ms_);
     render.push_back(last_render_ms_);
+    ui_of[out == &zoom ? 0 : out == &pan ? 1 : 2].push_back(last_ui_ms_);
   };
   // Zoom in to 100 events around several anchors and back out.
   for (int round = 0; round < 4; ++round) {
@@ -183,6 +185,9 @@ int App::RunBench() {
   all.insert(all.end(), cursor.begin(), cursor.end());
   report("all", all);
   report("(ui)", ui);        // events, panels, draw lists: the CPU side of a frame
+  report(" zoom", ui_of[0]);  // ... by phase, to see which one its tail comes from
+  report(" pan", ui_of[1]);
+  report(" cursor", ui_of[2]);
   report("(gl)", render);    // OpenGL rendering until glFinish (Mesa llvmpipe under Xvfb: also CPU)
   // What llvmpipe rasterises: triangles, and the pixels they cover (clipped to their clip
   // rectangles), against the window's pixels: the overdraw.

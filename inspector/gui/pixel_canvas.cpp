@@ -32,7 +32,7 @@ void PixelCanvas::Release() {
   }
   texture_ = 0;
   texture_width_ = texture_height_ = 0;
-  uploaded_.clear();
+  uploaded_fills_.clear();
 }
 
 void PixelCanvas::Begin(ImDrawList* draw, float x0, float y0, int width, int height, ImU32 background) {
@@ -40,7 +40,8 @@ void PixelCanvas::Begin(ImDrawList* draw, float x0, float y0, int width, int hei
   height_ = std::max(1, height);
   x0_ = x0;
   y0_ = y0;
-  pixels_.assign(static_cast<std::size_t>(width_) * static_cast<std::size_t>(height_), background | (0xffu << IM_COL32_A_SHIFT));
+  background_ = background | (0xffu << IM_COL32_A_SHIFT);
+  fills_.clear();
   if (texture_ == 0) {
     GLuint texture = 0;
     glGenTextures(1, &texture);
@@ -64,20 +65,24 @@ void PixelCanvas::Fill(float x0, float y0, float x1, float y1, ImU32 colour) {
   const int ix0 = std::max(0, FirstCentre(x0 - x0_)), ix1 = std::min(width_, FirstCentre(x1 - x0_));
   const int iy0 = std::max(0, FirstCentre(y0 - y0_)), iy1 = std::min(height_, FirstCentre(y1 - y0_));
   if (ix1 <= ix0 || iy1 <= iy0) return;
-  const std::uint32_t alpha = (colour >> IM_COL32_A_SHIFT) & 0xff;
-  if (alpha == 0) return;
-  for (int y = iy0; y < iy1; ++y) {
+  if (((colour >> IM_COL32_A_SHIFT) & 0xff) == 0) return;
+  fills_.push_back({ix0, iy0, ix1, iy1, colour});
+}
+
+void PixelCanvas::Paint(const Rect& fill) {
+  const std::uint32_t alpha = (fill.colour >> IM_COL32_A_SHIFT) & 0xff;
+  for (int y = fill.y0; y < fill.y1; ++y) {
     std::uint32_t* row = pixels_.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(width_);
     if (alpha == 255) {
-      std::fill(row + ix0, row + ix1, colour);
+      std::fill(row + fill.x0, row + fill.x1, fill.colour);
     } else {
       // What is under a translucent fill is mostly one colour (the background, a band): blend each
       // distinct colour once.
-      std::uint32_t last_dst = row[ix0], last_out = Blend(last_dst, colour);
-      for (int x = ix0; x < ix1; ++x) {
+      std::uint32_t last_dst = row[fill.x0], last_out = Blend(last_dst, fill.colour);
+      for (int x = fill.x0; x < fill.x1; ++x) {
         if (row[x] != last_dst) {
           last_dst = row[x];
-          last_out = Blend(last_dst, colour);
+          last_out = Blend(last_dst, fill.colour);
         }
         row[x] = last_out;
       }
@@ -98,10 +103,18 @@ bool PixelCanvas::Reuse(ImDrawList* draw, float x0, float y0, int width, int hei
 
 void PixelCanvas::Finish() {
   if (texture_ == 0) return;
-  // Unchanged since the last upload (the map while only the timeline moves): nothing to send; an
-  // upload is a copy into llvmpipe's tiled layout, a few ms for a large panel.
-  if (texture_width_ == width_ && texture_height_ == height_ && uploaded_ == pixels_) return;
-  uploaded_ = pixels_;
+  // The same fills on the same background at the same size as the image uploaded last (the plot
+  // while only the cursor moves, the minimap while the view stays): nothing to paint or send. A
+  // frame's fills are a few thousand rectangles, the image a few hundred thousand pixels, and an
+  // upload a copy into llvmpipe's tiled layout, a few ms for a large panel.
+  if (texture_width_ == width_ && texture_height_ == height_ && uploaded_background_ == background_ &&
+      uploaded_fills_ == fills_) {
+    return;
+  }
+  pixels_.assign(static_cast<std::size_t>(width_) * static_cast<std::size_t>(height_), background_);
+  for (const Rect& fill : fills_) Paint(fill);
+  uploaded_fills_.swap(fills_);
+  uploaded_background_ = background_;
   glBindTexture(GL_TEXTURE_2D, texture_);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
   // ImU32 is R in the low byte: in memory R, G, B, A, as GL_RGBA / GL_UNSIGNED_BYTE reads it.

@@ -6,7 +6,8 @@
 // stack's bands, markers, ticks) was 15 to 20 thousand triangles a frame: 20 ms of the frame at
 // 1280x800. Filled here in memory (a few hundred thousand pixel writes) and uploaded once, it is
 // two triangles. Pixels come out exactly as the colours given (the quad is drawn 1:1, nearest
-// filtering, white tint); translucent fills are blended here as OpenGL would blend them.
+// filtering, white tint); translucent fills are blended here as OpenGL would blend them. Fills are
+// recorded and painted in Finish, only when they differ from the last image's.
 #pragma once
 
 #include <cstdint>
@@ -32,15 +33,26 @@ class PixelCanvas {
   // Fills [x0, x1) x [y0, y1) in screen coordinates, clipped to the image: a pixel is filled when
   // its centre is inside (OpenGL's rule). Alpha below 255 blends over what is there.
   void Fill(float x0, float y0, float x1, float y1, ImU32 colour);
-  // Uploads the image to its texture. Call once after the last Fill of the frame.
+  // Paints the fills into the image and uploads it, unless they are exactly those of the image
+  // uploaded last (then nothing is done). Call once after the last Fill of the frame.
   void Finish();
   // Shows the last image again (nothing to fill or upload) when it was uploaded at this size; false
   // when there is none (then Begin it).
   bool Reuse(ImDrawList* draw, float x0, float y0, int width, int height);
 
  private:
-  std::vector<std::uint32_t> pixels_;  // RGBA (ImU32 layout), rows top first
-  std::vector<std::uint32_t> uploaded_;  // what the texture holds
+  // A fill, clipped to the image, in image pixels: [x0, x1) x [y0, y1).
+  struct Rect {
+    int x0, y0, x1, y1;
+    ImU32 colour;
+    bool operator==(const Rect&) const = default;
+  };
+  void Paint(const Rect& fill);
+
+  std::vector<Rect> fills_;           // this frame's, in order
+  std::vector<Rect> uploaded_fills_;  // those of the image the texture holds
+  ImU32 background_ = 0, uploaded_background_ = 0;
+  std::vector<std::uint32_t> pixels_;  // RGBA (ImU32 layout), rows top first: painted in Finish
   int width_ = 0, height_ = 0;
   float x0_ = 0, y0_ = 0;
   unsigned texture_ = 0;

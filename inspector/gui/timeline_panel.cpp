@@ -430,11 +430,13 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     }
   }
   DrawMarkers(document, selection, x0, y0, y1, width);
+  plot_canvas_.Finish();
+  // The cursor over the image rather than in it: when only the cursor moves, the image's fills are
+  // the same as the last frame's and nothing is painted or uploaded (pixel_canvas.hpp).
   if (model.event_count() > 0 && visible(selection.cursor)) {
     const float x = x_of(selection.cursor);
-    plot_canvas_.Fill(x, y0, x + 1, y1, colours::kCursor);
+    draw->AddRectFilled(ImVec2(x, y0), ImVec2(x + 1, y1), colours::kCursor);
   }
-  plot_canvas_.Finish();
 
   // Interaction on the plot.
   ImGui::SetCursorScreenPos(ImVec2(x0, y0));
