@@ -76,6 +76,9 @@ class TimelinePanel {
   const std::vector<PixelRect>& marker_label_rects() const { return marker_label_rects_; }
   // The last frame had too many markers in view to draw as lines: ticks along the top, unnamed.
   bool markers_dense() const { return markers_dense_; }
+  // The names of the markers drawn within 3 px of x in the last frame (at most four per pixel
+  // column, eight in all): what the tooltip lists.
+  std::vector<std::string> MarkersNear(float x) const;
   bool show_in_use = true, show_reserved = true, show_load = true;
   // The active-memory timeline: live allocations stacked, the largest at the view's peak as bands
   // (analysis::StackActiveMemory), instead of the in-use curve.
@@ -108,8 +111,6 @@ class TimelinePanel {
   // Markers and annotations in view: a line each (at most one per pixel column), named at the top
   // where the name fits beside the last one; the rest are named by the hover tooltip.
   void DrawMarkers(const Document& document, const Selection& selection, float x0, float y0, float y1, int width);
-  // The names of the markers drawn within 3 px of x in the last frame, for the tooltip.
-  std::vector<std::string> MarkersNear(float x) const;
   PixelRect plot_rect_;
   PixelCanvas plot_canvas_, minimap_canvas_;
   std::vector<int> marker_columns_;

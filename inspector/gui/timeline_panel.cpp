@@ -63,8 +63,8 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
   // The markers in view, found by event index (markers are in event order).
   const std::uint64_t first = EventAt(document, selection.time_axis, selection.view.begin);
   const std::uint64_t last = EventAt(document, selection.time_axis, selection.view.end);
-  auto at = std::lower_bound(annotations_.begin(), annotations_.end(), first,
-                             [&markers](std::size_t m, std::uint64_t e) { return markers[m].event_index < e; });
+  const auto before_event = [&markers](std::size_t m, std::uint64_t e) { return markers[m].event_index < e; };
+  auto at = std::lower_bound(annotations_.begin(), annotations_.end(), first, before_event);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float line_h = ImGui::GetTextLineHeight();
   float label_end = -1;  // right edge of the last name written
@@ -79,7 +79,14 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
     if (p < selection.view.begin || p >= selection.view.end) continue;
     const float x = x0 + static_cast<float>(std::floor(selection.view.Fraction(p) * width));
     if (static_cast<int>(x) == last_column) {  // level of detail: one line per pixel column
-      if (++names_in_column <= kNamesPerColumn) marker_hits_.emplace_back(x, it->name);
+      if (++names_in_column <= kNamesPerColumn) {
+        marker_hits_.emplace_back(x, it->name);
+        continue;
+      }
+      // The column is full: on to the first annotation at or after the next column's first event
+      // (zoomed out on millions of events, visiting every marker in view cost a millisecond a frame).
+      const double next_column = selection.view.begin + (x - x0 + 1) / static_cast<double>(width) * selection.view.span();
+      at = std::lower_bound(at + 1, annotations_.end(), EventAt(document, selection.time_axis, next_column), before_event) - 1;
       continue;
     }
     marker_hits_.emplace_back(x, it->name);

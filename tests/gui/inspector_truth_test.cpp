@@ -5,7 +5,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -223,6 +227,62 @@ TEST(Inspector, DenseMarkersAreTicksAndAllocatorActionsAreNotDrawn) {
   EXPECT_FALSE(timeline.marker_labels().empty());
   const Frame zoomed(*app);
   EXPECT_EQ(zoomed.At(timeline.marker_columns()[0], plot.y0 + 40), ToRgb(colours::kMarker));
+  std::filesystem::remove(path);
+}
+
+// Zoomed out, a pixel column keeps at most four annotation names for its tooltip and skips the
+// rest of its annotations (visiting every one of millions each frame cost a millisecond): the
+// columns drawn and the names kept are still exactly those of a walk over every annotation.
+TEST(Inspector, ManyAnnotationsPerColumnAreDrawnOncePerColumnWithTheirFirstNames) {
+  const std::string path = (std::filesystem::temp_directory_path() / "fragscope_gui_many_markers.fst").string();
+  constexpr std::uint64_t kAnnotations = 20'000;
+  std::vector<std::uint64_t> annotation_events;
+  {
+    traces::Trace trace;
+    trace.header.producer = "gui_test";
+    trace.header.devices = {{0, "gpu 0", "sim", 1 << 30, 1 << 30}};
+    trace.tags = {"free_requested"};
+    for (std::uint64_t i = 0; i < kAnnotations; ++i) trace.tags.push_back(fmt::format("annotation: {}", i));
+    AddEvent(trace, traces::EventType::kRegionReserve, 0x10000000, 64 << 20, 0);
+    for (std::uint64_t i = 0; i < kAnnotations; ++i) {
+      AddEvent(trace, traces::EventType::kAlloc, 0x10000000, 1 << 20, 0);
+      if (i % 3 == 0) AddEvent(trace, traces::EventType::kMarker, 0, 0, 1);  // free_requested: not drawn
+      AddEvent(trace, traces::EventType::kFree, 0x10000000, 1 << 20, 0);
+      annotation_events.push_back(trace.events.size());
+      AddEvent(trace, traces::EventType::kMarker, 0, 0, static_cast<traces::TagId>(2 + i));
+    }
+    traces::WriteTrace(trace, path);
+  }
+  std::string skip;
+  auto app = OpenApp(path, "timeline", std::uint64_t{0}, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  Render(*app);
+  const TimelinePanel& timeline = app->timeline();
+  const PixelRect plot = timeline.plot_rect();
+  const int width = plot.x1 - plot.x0;
+  const auto n = static_cast<double>(app->document()->model->event_count());
+  // The walk over every annotation: its pixel column, and the first four names of each column.
+  std::vector<int> columns;
+  std::map<int, std::vector<std::string>> names;
+  for (std::uint64_t i = 0; i < kAnnotations; ++i) {
+    const int x = plot.x0 + static_cast<int>(std::floor(static_cast<double>(annotation_events[i]) / n * width));
+    if (columns.empty() || columns.back() != x) columns.push_back(x);
+    if (names[x].size() < 4) names[x].push_back(fmt::format("annotation: {}", i));
+  }
+  ASSERT_GT(kAnnotations / columns.size(), 10u) << "the test needs many annotations per column";
+  EXPECT_EQ(timeline.marker_columns(), columns);
+  EXPECT_TRUE(timeline.markers_dense());
+  for (const int x : {columns.front(), columns[columns.size() / 2], columns.back()}) {
+    // MarkersNear looks 3 px either side: the names of up to seven columns, the first eight kept.
+    std::vector<std::string> expected;
+    for (int c = x - 3; c <= x + 3; ++c) {
+      for (const std::string& name : names[c]) {
+        if (expected.size() < 8) expected.push_back(name);
+      }
+    }
+    EXPECT_EQ(timeline.MarkersNear(static_cast<float>(x)), expected) << "column " << x;
+  }
   std::filesystem::remove(path);
 }
 
