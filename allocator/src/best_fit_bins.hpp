@@ -1,10 +1,11 @@
 // Free chunks by size, for best fit. The size classes are powers of two (docs/allocator.md, "How BFC works here"): class k
 // holds free chunks of size [256 * 2^k, 256 * 2^(k+1)). Each class is split into 64 linear
-// sub-classes (fewer for the smallest classes, which hold fewer distinct sizes), and each
-// sub-class is an intrusive tree ordered by (size, address). Sub-classes partition the sizes in
-// order, so the first chunk at or above a size in its sub-class, or else the first chunk of the next
-// non-empty sub-class, is still the exact best fit with the lowest address among equals — while
-// each tree stays a handful of chunks deep, which is what keeps the hot path's cache misses down.
+// sub-classes (fewer for the smallest classes, which hold fewer distinct sizes). Each sub-class is
+// ordered by (size, address): a sorted array of up to eight chunks, or an intrusive tree once more
+// arrive. Sub-classes partition the sizes in order, so the first chunk at or above a size in its
+// sub-class, or else the first chunk of the next non-empty sub-class, is still the exact best fit
+// with the lowest address among equals — while each sub-class stays a handful of chunks, which is
+// what keeps the hot path's cache misses down.
 // Two levels of bitmaps find the next non-empty sub-class in two instructions. Nothing here
 // allocates.
 #pragma once
@@ -46,7 +47,24 @@ class BestFitBins {
     const int sub = SubIndex(chunk->size, bin);
     chunk->bin_class = static_cast<std::uint16_t>(bin);
     chunk->bin_sub = static_cast<std::uint16_t>(sub);
-    trees_[bin][sub].insert(*chunk);
+    SubClass& sc = subs_[bin][sub];
+    if (!sc.in_tree) {
+      if (sc.count < kSmall) [[likely]] {
+        int i = sc.count;  // insertion sort from the top: a few pointer moves
+        for (; i > 0 && Less(*chunk, *sc.items[i - 1]); --i) sc.items[i] = sc.items[i - 1];
+        sc.items[i] = chunk;
+        ++sc.count;
+      } else {
+        // The array is full: this sub-class moves to its tree until the tree empties.
+        Tree& tree = trees_[bin][sub];
+        for (int i = 0; i < sc.count; ++i) tree.insert(tree.end(), *sc.items[i]);
+        sc.count = 0;
+        sc.in_tree = true;
+        tree.insert(*chunk);
+      }
+    } else {
+      trees_[bin][sub].insert(*chunk);
+    }
     sub_mask_[bin] |= std::uint64_t{1} << sub;
     bin_mask_ |= std::uint64_t{1} << bin;
     ++count_;
@@ -56,9 +74,21 @@ class BestFitBins {
   void Erase(Chunk* chunk) {
     const int bin = chunk->bin_class;
     const int sub = chunk->bin_sub;
-    Tree& tree = trees_[bin][sub];
-    tree.erase(tree.iterator_to(*chunk));
-    if (tree.empty()) {
+    SubClass& sc = subs_[bin][sub];
+    bool now_empty;
+    if (!sc.in_tree) [[likely]] {
+      int i = 0;
+      while (i < sc.count && sc.items[i] != chunk) ++i;
+      if (i == sc.count) return;  // not binned here: a caller's bug, left for the invariant checker
+      for (; i + 1 < sc.count; ++i) sc.items[i] = sc.items[i + 1];
+      now_empty = --sc.count == 0;
+    } else {
+      Tree& tree = trees_[bin][sub];
+      tree.erase(tree.iterator_to(*chunk));
+      now_empty = tree.empty();
+      if (now_empty) sc.in_tree = false;
+    }
+    if (now_empty) {
       sub_mask_[bin] &= ~(std::uint64_t{1} << sub);
       if (sub_mask_[bin] == 0) bin_mask_ &= ~(std::uint64_t{1} << bin);
     }
@@ -74,9 +104,16 @@ class BestFitBins {
     const std::uint64_t subs = sub_mask_[bin];
     if (subs & (std::uint64_t{1} << sub)) {
       // Only this sub-class can hold chunks that are still too small.
-      const Tree& tree = trees_[bin][sub];
-      auto it = tree.lower_bound(size, SizeKey{});
-      if (it != tree.end()) return const_cast<Chunk*>(&*it);
+      const SubClass& sc = subs_[bin][sub];
+      if (!sc.in_tree) [[likely]] {
+        for (int i = 0; i < sc.count; ++i) {
+          if (sc.items[i]->size >= size) return sc.items[i];
+        }
+      } else {
+        const Tree& tree = trees_[bin][sub];
+        auto it = tree.lower_bound(size, SizeKey{});
+        if (it != tree.end()) return const_cast<Chunk*>(&*it);
+      }
     }
     // Every chunk of a higher sub-class fits; the first chunk of the lowest one is the best fit.
     const std::uint64_t higher_subs = sub + 1 < kSubCount ? subs & (~std::uint64_t{0} << (sub + 1)) : 0;
@@ -92,7 +129,8 @@ class BestFitBins {
     if (bin_mask_ == 0) return nullptr;
     const int bin = 63 - std::countl_zero(bin_mask_);
     const int sub = 63 - std::countl_zero(sub_mask_[bin]);
-    return const_cast<Chunk*>(&*trees_[bin][sub].rbegin());
+    const SubClass& sc = subs_[bin][sub];
+    return sc.in_tree ? const_cast<Chunk*>(&*trees_[bin][sub].rbegin()) : sc.items[sc.count - 1];
   }
 
   std::uint64_t free_chunks() const { return count_; }
@@ -112,7 +150,12 @@ class BestFitBins {
       const int bin = std::countr_zero(bins);
       for (std::uint64_t subs = sub_mask_[bin]; subs != 0; subs &= subs - 1) {
         const int sub = std::countr_zero(subs);
-        for (const Chunk& chunk : trees_[bin][sub]) fn(bin, sub, chunk);
+        const SubClass& sc = subs_[bin][sub];
+        if (sc.in_tree) {
+          for (const Chunk& chunk : trees_[bin][sub]) fn(bin, sub, chunk);
+        } else {
+          for (int i = 0; i < sc.count; ++i) fn(bin, sub, *sc.items[i]);
+        }
       }
     }
   }
@@ -133,9 +176,25 @@ class BestFitBins {
       boost::intrusive::compare<BySizeThenAddress>,
       boost::intrusive::constant_time_size<false>>;
 
-  Chunk* First(int bin, int sub) const { return const_cast<Chunk*>(&*trees_[bin][sub].begin()); }
+  Chunk* First(int bin, int sub) const {
+    const SubClass& sc = subs_[bin][sub];
+    return sc.in_tree ? const_cast<Chunk*>(&*trees_[bin][sub].begin()) : sc.items[0];
+  }
+  static bool Less(const Chunk& a, const Chunk& b) { return BySizeThenAddress{}(a, b); }
+
+  // A sub-class's first kSmall free chunks sit in a sorted array: inserting and erasing them is a few
+  // pointer moves, where a tree insert or erase (with rebalancing) was a hundred instructions or
+  // more, and real sequences keep a handful of free chunks per sub-class. Only when more arrive do
+  // they all go into the sub-class's tree, which keeps many equal sizes at O(log n), until it empties.
+  static constexpr int kSmall = 8;
+  struct SubClass {
+    std::array<Chunk*, kSmall> items{};  // sorted by (size, address), while !in_tree
+    std::uint8_t count = 0;
+    bool in_tree = false;
+  };
 
   std::array<std::array<Tree, kSubCount>, kBinCount> trees_{};
+  std::array<std::array<SubClass, kSubCount>, kBinCount> subs_{};
   std::array<std::uint64_t, kBinCount> sub_mask_{};  // bit s of [k]: sub-class (k, s) not empty
   std::uint64_t bin_mask_ = 0;                        // bit k: class k not empty
   std::uint64_t count_ = 0;
