@@ -41,22 +41,23 @@ TEST(BestFitBins, MatchesABruteForceModelThroughArraysAndTrees) {
   for (int step = 0; step < 30'000; ++step) {
     // Grow towards all chunks binned for the first half, shrink towards none in the second.
     const bool insert = !unbinned.empty() && (binned.empty() || (rng() % 100) < (step < 15'000 ? 65u : 35u));
+    // A random chunk from one list to the other: the chunk it moves.
+    const auto move_one = [&rng](std::vector<std::size_t>& from, std::vector<std::size_t>& to) {
+      const std::size_t k = rng() % from.size();
+      const std::size_t index = from[k];
+      to.push_back(index);
+      from[k] = from.back();
+      from.pop_back();
+      return index;
+    };
     if (insert) {
-      const std::size_t k = rng() % unbinned.size();
-      Chunk* c = &chunks[unbinned[k]];
+      Chunk* c = &chunks[move_one(unbinned, binned)];
       bins.Insert(c);
       model.insert({c->size, c->address});
-      binned.push_back(unbinned[k]);
-      unbinned[k] = unbinned.back();
-      unbinned.pop_back();
     } else {
-      const std::size_t k = rng() % binned.size();
-      Chunk* c = &chunks[binned[k]];
+      Chunk* c = &chunks[move_one(binned, unbinned)];
       bins.Erase(c);
       model.erase({c->size, c->address});
-      unbinned.push_back(binned[k]);
-      binned[k] = binned.back();
-      binned.pop_back();
     }
     ASSERT_EQ(bins.free_chunks(), model.size());
     max_in_one_size = std::max<std::size_t>(max_in_one_size, static_cast<std::size_t>(std::count_if(
