@@ -33,6 +33,7 @@ int RunReport(const ReportOptions& options) {
     analysis::ContextOptions context_options;
     context_options.tags = &input->tags();
     context_options.source_warnings = &input->warnings();
+    context_options.expected_events = [&input] { return input->ExpectedEvents(); };
     // One pass: the model, the allocation sequence and the leak check from the same blocks.
     context = analysis::AnalysisContext::Read(
         input->header(),

@@ -1,5 +1,6 @@
 #include "document.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "fragscope/allocator/config.hpp"
@@ -40,16 +41,18 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
   // and about a tenth of the read on 10 M events); the minimal-limit job reads it again when a
   // trace has OOMs. Standard input cannot be read twice: there, it is kept as the read goes.
   options.build_sequence = path == "-";
-  // Reading is the first half of the bar, indexing the second.
+  // The model indexes each block while the next is read, so the bytes read are the whole bar.
+  options.expected_events = [&input] { return input->ExpectedEvents(); };
   options.index_progress = [&](std::uint64_t done, std::uint64_t total) {
-    if (progress && total > 0) progress(total + done, 2 * total);
+    if (progress && total > 0) progress(done, total);
   };
   std::shared_ptr<const analysis::AnalysisContext> context = analysis::AnalysisContext::Read(
       input->header(),
       [&](const analysis::BlockObserver& observer) {
         return input->Blocks(
             [&](std::uint64_t done, std::uint64_t total) {
-              if (progress && total > 0) progress(done, 2 * total);
+              // The last block's bytes are read before it is indexed: the bar ends with the index.
+              if (progress && total > 0) progress(std::min(done, total - 1), total);
             },
             observer);
       },

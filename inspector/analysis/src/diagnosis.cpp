@@ -57,6 +57,7 @@ std::unique_ptr<AnalysisContext> AnalysisContext::Read(const traces::TraceHeader
   timeline.tags = options.tags;
   timeline.source_warnings = options.source_warnings;
   timeline.progress = options.index_progress;
+  timeline.expected_events = options.expected_events;
   context->model_ = TimelineModel::Build(
       header,
       blocks([&](const std::vector<traces::Event>& block) {

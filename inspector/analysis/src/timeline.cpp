@@ -33,18 +33,22 @@ std::unique_ptr<TimelineModel> TimelineModel::Build(const traces::TraceHeader& h
   m.header = header;
   m.keyframe_interval = std::max<std::uint32_t>(1, options.keyframe_interval);
 
-  // Pass 1: every block once, into compact records.
+  // Every block once, into compact records; with a guess of the event count, the index follows
+  // each block while the source reads the next (two threads busy instead of one after the other).
+  const bool streaming = static_cast<bool>(options.expected_events);
+  StreamingIndex index(m, options.keyframe_budget_bytes, streaming ? Progress{} : options.progress);
   std::vector<traces::Event> block;
   while (blocks(&block)) {
     for (const traces::Event& event : block) m.store.Append(event);
     block.clear();
+    if (streaming) index.Advance(m.store.flushed(), options.expected_events());
   }
   m.store.Finish();
+  index.Advance(m.store.size(), m.store.size());
   if (options.tags != nullptr) m.tags = *options.tags;
   if (options.source_warnings != nullptr) m.warnings = *options.source_warnings;
-
-  // Pass 2: over the records.
-  Index(m, options.keyframe_budget_bytes, options.progress);
+  index.Finish();
+  if (streaming && options.progress) options.progress(m.store.size(), m.store.size());
 
   // Devices: those with events and those the header describes.
   for (std::uint32_t id : m.store.device_ids()) m.devices.push_back(id);

@@ -67,10 +67,18 @@ RegionMap::const_iterator SpaceHolding(const RegionMap& spaces, std::uint64_t ad
   return address - it->first <= it->second && size <= it->second - (address - it->first) ? it : spaces.end();
 }
 
+// Incremental: Advance indexes the records stored so far while the read goes on (the records of
+// a block are final once the store has flushed it), Finish after the last.
 class Indexer {
  public:
-  Indexer(ModelData& model, std::uint64_t budget) : m_(model), budget_(budget) {}
-  void Run(const Progress& progress);
+  Indexer(ModelData& model, std::uint64_t budget, Progress progress)
+      : m_(model), budget_(budget), progress_(std::move(progress)) {}
+  // Indexes records [done, upto). `expected`: the best guess of the trace's final event count,
+  // over which the keyframe budget is spent pro rata (the exact count once the read has ended).
+  void Advance(std::uint64_t upto, std::uint64_t expected);
+  // After Advance(store.size(), store.size()): closes the last block, the coarse pyramid, the
+  // marker names (the tag list is complete only now) and the warnings.
+  void Finish();
 
  private:
   void Count(DeviceBuild& b, Warn kind, std::uint64_t index, std::uint64_t address) {
@@ -92,15 +100,18 @@ class Indexer {
   void EnterBlock(DeviceBuild& b, std::uint16_t device, std::uint64_t j);
   void EndBlock(std::uint64_t block);
   void Keyframes(std::uint64_t after);
-  void Finish();
+  void AddDevices();
 
   ModelData& m_;
   std::uint64_t budget_;
-  std::uint64_t n_ = 0;
+  Progress progress_;
+  std::uint64_t done_ = 0;  // records indexed
+  std::uint64_t n_ = 0;     // the trace's expected event count (at least done_)
   std::vector<DeviceBuild> builds_;
   std::vector<std::uint16_t> touched_;  // devices with events in the current 64-event block
   std::vector<std::uint16_t> dirty_;    // devices changed since their last keyframe
   std::shared_ptr<const KeyState> empty_ = std::make_shared<KeyState>();
+  std::vector<traces::TagId> marker_tags_;  // by markers index, named in Finish
 };
 
 void Indexer::Alloc(DeviceBuild& b, DeviceData& d, std::uint64_t j, Record& r) {
@@ -305,21 +316,27 @@ void Indexer::Keyframes(std::uint64_t after) {
   dirty_.resize(kept);
 }
 
-void Indexer::Run(const Progress& progress) {
-  EventStore& store = m_.store;
-  n_ = store.size();
-  const auto& ids = store.device_ids();
-  builds_.resize(ids.size());
-  m_.device_data.resize(ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    m_.device_data[i].id = ids[i];
-    m_.device_data[i].index = static_cast<std::uint16_t>(i);
-    m_.device_data[i].metrics.device = ids[i];
+// Devices get their build state when their first event is indexed (the store numbers them in
+// order of first appearance).
+void Indexer::AddDevices() {
+  const auto& ids = m_.store.device_ids();
+  for (std::size_t i = builds_.size(); i < ids.size(); ++i) {
+    builds_.emplace_back();
+    DeviceData& d = m_.device_data.emplace_back();
+    d.id = ids[i];
+    d.index = static_cast<std::uint16_t>(i);
+    d.metrics.device = ids[i];
     m_.device_slot.emplace(ids[i], i);
   }
+}
+
+void Indexer::Advance(std::uint64_t upto, std::uint64_t expected) {
+  EventStore& store = m_.store;
+  n_ = std::max(expected, upto);
+  AddDevices();
   const std::uint64_t k = std::max<std::uint32_t>(1, m_.keyframe_interval);
   constexpr std::uint64_t kBlock = std::uint64_t{1} << kL1Shift;
-  for (std::uint64_t j = 0; j < n_; ++j) {
+  for (std::uint64_t j = done_; j < upto; ++j) {
     Record& r = store.record(j);
     DeviceBuild& b = builds_[r.device];
     DeviceData& d = m_.device_data[r.device];
@@ -344,7 +361,10 @@ void Indexer::Run(const Progress& progress) {
         d.oom_spaces.emplace_back(b.spaces.begin(), b.spaces.end());
         ++d.metrics.ooms;
         break;
-      case EventType::kMarker: m_.markers.push_back({j, d.id, m_.TagName(r.tag)}); break;
+      case EventType::kMarker:
+        m_.markers.push_back({j, d.id, {}});
+        marker_tags_.push_back(r.tag);
+        break;
       default: Count(b, kUnknownType, j, r.address); break;
     }
     DeviceMetrics& mt = d.metrics;
@@ -378,15 +398,18 @@ void Indexer::Run(const Progress& progress) {
       dirty_.push_back(r.device);
       if (!d.keyframes.empty()) d.keyframes.back().until = j - 1;
     }
-    if (((j + 1) & (kBlock - 1)) == 0 || j + 1 == n_) EndBlock(j >> kL1Shift);
+    if (((j + 1) & (kBlock - 1)) == 0) EndBlock(j >> kL1Shift);
     if ((j + 1) % k == 0) Keyframes(j);
-    if (progress && ((j + 1) & ((std::uint64_t{1} << 20) - 1)) == 0) progress(j + 1, n_);
+    if (progress_ && ((j + 1) & ((std::uint64_t{1} << 20) - 1)) == 0) progress_(j + 1, n_);
   }
-  Finish();
-  if (progress) progress(n_, n_);
+  done_ = upto;
 }
 
+
 void Indexer::Finish() {
+  n_ = done_;
+  if ((n_ & ((std::uint64_t{1} << kL1Shift) - 1)) != 0) EndBlock((n_ - 1) >> kL1Shift);  // the last, partial block
+  for (std::size_t i = 0; i < m_.markers.size(); ++i) m_.markers[i].name = m_.TagName(marker_tags_[i]);
   // The coarse level of the pyramid: 64 blocks of 64 events, for the whole 4096-event blocks
   // where the device has events. Its blocks without events are flat at the value before them.
   constexpr unsigned kRatioShift = kL2Shift - kL1Shift;
@@ -446,12 +469,19 @@ void Indexer::Finish() {
                                         c.first_address));
     }
   }
+  if (progress_) progress_(n_, n_);
 }
 
 }  // namespace
 
-void Index(ModelData& model, std::uint64_t keyframe_budget, const Progress& progress) {
-  Indexer(model, keyframe_budget).Run(progress);
-}
+struct StreamingIndex::Impl {
+  Indexer indexer;
+};
+
+StreamingIndex::StreamingIndex(ModelData& model, std::uint64_t keyframe_budget, Progress progress)
+    : impl_(new Impl{Indexer(model, keyframe_budget, std::move(progress))}) {}
+StreamingIndex::~StreamingIndex() = default;
+void StreamingIndex::Advance(std::uint64_t upto, std::uint64_t expected) { impl_->indexer.Advance(upto, expected); }
+void StreamingIndex::Finish() { impl_->indexer.Finish(); }
 
 }  // namespace fragscope::analysis::timeline_detail

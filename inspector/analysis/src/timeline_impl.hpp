@@ -147,8 +147,23 @@ void ApplyReserve(RegionMap& regions, std::uint64_t address, std::uint64_t size,
 // Removes [address, address + size) from every region it intersects; returns the bytes removed.
 std::uint64_t ApplyRelease(RegionMap& regions, std::uint64_t address, std::uint64_t size);
 
-// Builds series, keyframes, metrics, markers and warnings from the stored events.
-void Index(ModelData& model, std::uint64_t keyframe_budget, const Progress& progress);
+// Builds series, keyframes, metrics, markers and warnings from the stored events, as they are
+// stored: Advance(upto, expected) indexes the records before `upto` (flushed by the store), with
+// `expected` the best guess of the final event count (the keyframe budget is spent pro rata over
+// it); Finish after Advance(size, size) once the last event is stored.
+class StreamingIndex {
+ public:
+  StreamingIndex(ModelData& model, std::uint64_t keyframe_budget, Progress progress);
+  ~StreamingIndex();
+  StreamingIndex(const StreamingIndex&) = delete;
+  StreamingIndex& operator=(const StreamingIndex&) = delete;
+  void Advance(std::uint64_t upto, std::uint64_t expected);
+  void Finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 MemoryState StateAt(const ModelData& model, std::uint32_t device, std::uint64_t index);
 std::uint64_t ValueAt(const ModelData& model, std::uint32_t device, Series series,
                       std::uint64_t index);

@@ -86,6 +86,9 @@ class EventStore {
   traces::Event Get(std::uint64_t index) const;
 
   std::uint64_t size() const { return records_.size(); }
+  // Records before this index are final (their block's bases are known); those after it are not
+  // until the next 64 events, or Finish, flush their block.
+  std::uint64_t flushed() const { return records_.size() - pending_.size(); }
   const Record& record(std::uint64_t index) const { return records_[index]; }
   // Hints that the record (and its block's bases) will be read soon: StateAt reads thousands of
   // scattered alloc records, and overlapping their cache misses makes it several times faster.

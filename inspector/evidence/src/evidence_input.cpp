@@ -271,10 +271,26 @@ BlockSource EvidenceInput::Blocks(const Progress& progress, const BlockObserver&
       [this, progress, observer](std::vector<traces::Event>* events) {
         const bool more = NextBlock(events);
         if (more && observer) observer(*events);
-        if (progress) progress(bytes_done(), bytes_total());
+        const std::uint64_t done = bytes_done(), total = bytes_total();
+        // Total and bytes before the count: a reader of all three never sees more events than
+        // the bytes it sees account for.
+        seen_total_.store(total, std::memory_order_relaxed);
+        seen_bytes_.store(more ? done : std::max(done, total), std::memory_order_release);
+        seen_events_.store(events_, std::memory_order_release);
+        if (progress) progress(done, total);
         return more;
       });
   return [prefetched](std::vector<traces::Event>* events) { return prefetched->Next(events); };
+}
+
+std::uint64_t EvidenceInput::ExpectedEvents() const {
+  const std::uint64_t events = seen_events_.load(std::memory_order_acquire);
+  const std::uint64_t bytes = seen_bytes_.load(std::memory_order_acquire);
+  const std::uint64_t total = seen_total_.load(std::memory_order_relaxed);
+  if (events == 0 || bytes == 0 || bytes >= total) return events;
+  __extension__ using U128 = unsigned __int128;
+  const U128 guess = U128{events} * total / bytes;
+  return guess > limits_.max_events ? limits_.max_events : static_cast<std::uint64_t>(guess);
 }
 
 }  // namespace fragscope::evidence

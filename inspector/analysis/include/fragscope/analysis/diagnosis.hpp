@@ -35,6 +35,9 @@ struct ContextOptions {
   const std::vector<std::string>* tags = nullptr;
   const std::vector<std::string>* source_warnings = nullptr;
   Progress index_progress;  // while the read events are indexed
+  // The source's guess of its event count (TimelineOptions::expected_events): given, the model
+  // indexes each block while the source reads the next.
+  std::function<std::uint64_t()> expected_events;
   // Keep the allocation sequence whatever the trace holds (the inspector's compare replays it).
   bool always_keep_sequence = false;
   // Build no allocation sequence during the read (the inspector: its first frame should not wait

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -25,10 +26,15 @@ enum class Series : std::uint8_t { kInUse, kReserved, kLoad };
 
 struct TimelineOptions {
   std::uint32_t keyframe_interval = 4096;  // K: events between keyframes
-  Progress progress;                       // (bytes read, total bytes)
-  // --- added with the implementation ---
-  // (progress is called while the read events are indexed, as (events indexed, event count);
-  // while blocks are read the BlockSource knows the bytes and can report them itself.)
+  // Called as (events indexed, event count) while the read events are indexed after the read
+  // (without expected_events); with it, once at the end: the BlockSource knows the bytes read and
+  // can report them itself.
+  Progress progress;
+  // The source's best guess of the total event count so far (0: none yet), callable on the thread
+  // that calls Build while the source reads on its own. Given, each block is indexed as soon as it
+  // is stored, while the source reads the next ones (the keyframe budget is spent pro rata over
+  // the guess); without it, the index waits for the last block and spends it over the exact count.
+  std::function<std::uint64_t()> expected_events;
   // Tag and marker names by id - 1 (e.g. &TraceReader::tags()). Read once, after the last block,
   // so a list that grows while blocks are read is complete by then. nullptr: names are "tag N".
   const std::vector<std::string>* tags = nullptr;

@@ -3,6 +3,7 @@
 // block, every block through the same limits and size checks whichever reader produced it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -89,6 +90,11 @@ class EvidenceInput {
   // that thread until the source has returned false: read them after that, or in `observer`.
   // The source must not outlive this input.
   BlockSource Blocks(const Progress& progress = {}, const BlockObserver& observer = {});
+  // The total event count a Blocks source will likely hand out, from the events and bytes it has
+  // read so far (exact once it has read everything; 0 before its first block). Safe to call on any
+  // thread while that source reads: what lets the model index each block as it arrives
+  // (analysis::TimelineOptions::expected_events).
+  std::uint64_t ExpectedEvents() const;
 
  protected:
   // The reader's own blocks; NextBlock checks them.
@@ -104,6 +110,10 @@ class EvidenceInput {
   traces::ReadLimits limits_;
 
   std::uint64_t events_ = 0;
+  // Written by the Blocks thread after each block, for ExpectedEvents on another.
+  std::atomic<std::uint64_t> seen_events_{0};
+  std::atomic<std::uint64_t> seen_bytes_{0};
+  std::atomic<std::uint64_t> seen_total_{0};
   std::unordered_set<std::uint32_t> devices_;
   std::uint32_t last_device_ = 0;
   bool any_device_ = false;
