@@ -54,7 +54,7 @@ OomCause ClassifyOom(const OomRecord& n, bool backing_refused) {
   return OomCause::kFragmentation;
 }
 
-const char* EventSizeProblem(const Event& e) {
+const char* EventSizeProblemSlow(const Event& e) {
   switch (e.type) {
     case EventType::kAlloc:
     case EventType::kFree:

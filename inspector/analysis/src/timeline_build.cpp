@@ -122,14 +122,13 @@ void Indexer::Alloc(DeviceBuild& b, DeviceData& d, std::uint64_t j, Record& r) {
     Count(b, kAllocWraps, j, a);
     return;
   }
-  const MapEntry* before = b.live.Floor(a);
-  const MapEntry* after = b.live.Ceil(a);
-  if ((before != nullptr && before->key + m_.store.EffectiveRounded(before->value) > a) ||
-      (after != nullptr && after->key < a + rounded)) {
+  const PersistentMap::Position at = b.live.Locate(a);
+  if ((at.floor != nullptr && at.floor->key + m_.store.EffectiveRounded(at.floor->value) > a) ||
+      (at.ceil != nullptr && at.ceil->key < a + rounded)) {
     Count(b, kAllocOverlap, j, a);
     return;
   }
-  b.live.Insert(a, j);
+  b.live.InsertAt(at, a, j);
   r.flags |= kApplied;
   b.changed = true;
   // In use cannot wrap (the live ranges do not overlap and none runs past 2^64), but requested
@@ -145,15 +144,13 @@ void Indexer::Alloc(DeviceBuild& b, DeviceData& d, std::uint64_t j, Record& r) {
 }
 
 void Indexer::Free(DeviceBuild& b, std::uint64_t j, Record& r) {
-  const MapEntry* chunk = b.live.Find(r.address);
-  if (chunk == nullptr) {
+  std::uint64_t alloc = 0;
+  if (!b.live.Take(r.address, &alloc)) {
     Count(b, kUnknownFree, j, r.address);
     return;
   }
-  const std::uint64_t alloc = chunk->value;
   const std::uint64_t rounded = m_.store.EffectiveRounded(alloc);
   const std::uint64_t requested = m_.store.record(alloc).size;
-  b.live.Erase(r.address);
   r.flags |= kApplied;
   b.changed = true;
   b.value[0] -= rounded;

@@ -65,7 +65,27 @@ const MapEntry* PersistentMap::Ceil(std::uint64_t key) const {
   return i + 1 < leaves_.size() ? &leaves_[i + 1]->entries[0] : nullptr;
 }
 
-bool PersistentMap::Insert(std::uint64_t key, std::uint64_t value) {
+PersistentMap::Position PersistentMap::Locate(std::uint64_t key) const {
+  Position at;
+  if (leaves_.empty()) return at;
+  at.leaf = LeafFor(key);
+  const Leaf& leaf = *leaves_[at.leaf];
+  const MapEntry* e = LowerBound(leaf, key);
+  at.index = static_cast<std::uint32_t>(e - leaf.entries);
+  if (e != leaf.entries + leaf.count) {
+    at.ceil = e;
+  } else if (at.leaf + 1 < leaves_.size()) {
+    at.ceil = &leaves_[at.leaf + 1]->entries[0];
+  }
+  if (at.ceil != nullptr && at.ceil->key == key) {
+    at.floor = at.ceil;
+  } else if (at.index > 0) {
+    at.floor = e - 1;
+  }  // else key is below the leaf's first, which only leaf 0 allows: nothing below it
+  return at;
+}
+
+void PersistentMap::InsertAt(const Position& at, std::uint64_t key, std::uint64_t value) {
   if (leaves_.empty()) {
     auto leaf = NewLeaf();
     leaf->entries[0] = {key, value};
@@ -73,16 +93,13 @@ bool PersistentMap::Insert(std::uint64_t key, std::uint64_t value) {
     leaves_.push_back(std::move(leaf));
     firsts_.push_back(key);
     size_ = 1;
-    return true;
+    return;
   }
-  std::size_t i = LeafFor(key);
-  {
-    const Leaf& leaf = *leaves_[i];
-    const MapEntry* e = LowerBound(leaf, key);
-    if (e != leaf.entries + leaf.count && e->key == key) return false;
-  }
+  std::size_t i = at.leaf;
+  std::uint32_t index = at.index;
   if (leaves_[i]->count == kLeafCapacity) {
-    // Split in halves; the new leaf takes the upper half.
+    // Split in halves; the new leaf takes the upper half, and the key goes where it sorts (at the
+    // lower half's end when it sorts just below the upper half's first).
     Leaf& full = Writable(i);
     auto upper = NewLeaf();
     constexpr std::uint32_t kHalf = kLeafCapacity / 2;
@@ -92,29 +109,46 @@ bool PersistentMap::Insert(std::uint64_t key, std::uint64_t value) {
     const std::uint64_t upper_first = upper->entries[0].key;
     leaves_.insert(leaves_.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(upper));
     firsts_.insert(firsts_.begin() + static_cast<std::ptrdiff_t>(i) + 1, upper_first);
-    if (key >= upper_first) ++i;
+    if (index > kHalf) {
+      ++i;
+      index -= kHalf;
+    }
   }
   Leaf& leaf = Writable(i);
-  auto* pos = const_cast<MapEntry*>(LowerBound(leaf, key));
-  std::memmove(pos + 1, pos, static_cast<std::size_t>(leaf.entries + leaf.count - pos) * sizeof(MapEntry));
+  MapEntry* pos = leaf.entries + index;
+  std::memmove(pos + 1, pos, static_cast<std::size_t>(leaf.count - index) * sizeof(MapEntry));
   *pos = {key, value};
   ++leaf.count;
   firsts_[i] = leaf.entries[0].key;
   ++size_;
+}
+
+bool PersistentMap::Insert(std::uint64_t key, std::uint64_t value) {
+  const Position at = Locate(key);
+  if (at.floor != nullptr && at.floor->key == key) return false;
+  InsertAt(at, key, value);
   return true;
 }
 
 bool PersistentMap::Erase(std::uint64_t key) {
+  std::uint64_t value = 0;
+  return Take(key, &value);
+}
+
+bool PersistentMap::Take(std::uint64_t key, std::uint64_t* value) {
   if (leaves_.empty()) return false;
   const std::size_t i = LeafFor(key);
+  std::uint32_t index = 0;
   {
     const Leaf& leaf = *leaves_[i];
     const MapEntry* e = LowerBound(leaf, key);
     if (e == leaf.entries + leaf.count || e->key != key) return false;
+    *value = e->value;
+    index = static_cast<std::uint32_t>(e - leaf.entries);
   }
   Leaf& leaf = Writable(i);
-  auto* pos = const_cast<MapEntry*>(LowerBound(leaf, key));
-  std::memmove(pos, pos + 1, static_cast<std::size_t>(leaf.entries + leaf.count - pos - 1) * sizeof(MapEntry));
+  MapEntry* pos = leaf.entries + index;
+  std::memmove(pos, pos + 1, static_cast<std::size_t>(leaf.count - index - 1) * sizeof(MapEntry));
   --leaf.count;
   --size_;
   if (leaf.count == 0) {

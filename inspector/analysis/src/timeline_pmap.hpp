@@ -35,6 +35,21 @@ class PersistentMap {
   const MapEntry* Ceil(std::uint64_t key) const;   // the smallest key >= key
   bool Insert(std::uint64_t key, std::uint64_t value);  // false (and no change) if present
   bool Erase(std::uint64_t key);                        // false if absent
+
+  // Where a key is or would go, with its neighbours, from one search: the index's alloc checks
+  // both neighbours and then inserts, which as Floor, Ceil and Insert took three.
+  struct Position {
+    std::size_t leaf = 0;             // the leaf that holds it or would
+    std::uint32_t index = 0;          // its place there (the first entry not below it)
+    const MapEntry* floor = nullptr;  // the largest key <= key
+    const MapEntry* ceil = nullptr;   // the smallest key >= key
+  };
+  Position Locate(std::uint64_t key) const;
+  // Inserts `key`, which must be absent, at the Position that Locate(key) returned with no change
+  // to the map since.
+  void InsertAt(const Position& at, std::uint64_t key, std::uint64_t value);
+  // Removes `key` and gives its value; false (and no change) if absent.
+  bool Take(std::uint64_t key, std::uint64_t* value);
   std::uint64_t size() const { return size_; }
   std::uint64_t leaf_count() const { return leaves_.size(); }
 

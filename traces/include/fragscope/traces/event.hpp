@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/oom.hpp"
 
 namespace fragscope::traces {
@@ -77,7 +78,13 @@ struct Event {
 // range event (region, address space, map) whose size or rounded size is above kMaxBytes (byte_math.hpp), or whose address
 // range runs past 2^64. oom events may carry any request (that is what they report). Every reader
 // checks each event with it and names its own location in the error.
-const char* EventSizeProblem(const Event& event);
+// Every reader calls it on every event, so the common case is inline: sizes below the cap and an
+// address far enough below 2^64 that no range can run past it.
+const char* EventSizeProblemSlow(const Event& event);
+inline const char* EventSizeProblem(const Event& event) {
+  if ((event.size | event.rounded) < kMaxBytes && event.address < ~std::uint64_t{0} - kMaxBytes) return nullptr;
+  return EventSizeProblemSlow(event);
+}
 
 // Where events go. Record() is called with the emitting allocator's lock held, so it must be quick
 // and must not call back into the allocator. Implementations assign `seq` (one counter shared by all
