@@ -23,6 +23,15 @@ std::uint32_t Blend(std::uint32_t dst, ImU32 src) {
   return out;
 }
 
+// The image is opaque (an opaque background, translucent fills blended on the CPU), so it is drawn
+// without blending: under llvmpipe a blended pixel also reads the framebuffer, and these images
+// are most of the window's pixels. The backend's own state comes back after it.
+void AddOpaqueImage(ImDrawList* draw, unsigned texture, ImVec2 min, ImVec2 max) {
+  draw->AddCallback([](const ImDrawList*, const ImDrawCmd*) { glDisable(GL_BLEND); }, nullptr);
+  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)), min, max);
+  draw->AddCallback(ImDrawCallback_ResetRenderState, nullptr);
+}
+
 }  // namespace
 
 void PixelCanvas::Release() {
@@ -52,7 +61,7 @@ void PixelCanvas::Begin(ImDrawList* draw, float x0, float y0, int width, int hei
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
   }
-  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture_)), ImVec2(x0, y0),
+  AddOpaqueImage(draw, texture_, ImVec2(x0, y0),
                  ImVec2(x0 + static_cast<float>(width_), y0 + static_cast<float>(height_)));
 }
 
@@ -96,7 +105,7 @@ bool PixelCanvas::Reuse(ImDrawList* draw, float x0, float y0, int width, int hei
   }
   x0_ = x0;
   y0_ = y0;
-  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture_)), ImVec2(x0, y0),
+  AddOpaqueImage(draw, texture_, ImVec2(x0, y0),
                  ImVec2(x0 + static_cast<float>(width), y0 + static_cast<float>(height)));
   return true;
 }
