@@ -1,4 +1,4 @@
-// The timeline model's second pass: over the stored events, in order, it evolves each device's
+// The timeline model's index: over the stored events, in order (block by block behind the store while the source reads), it evolves each device's
 // state (regions, address ranges, mapped pages, live chunks), decides what applies and what is skipped with a warning (flags in
 // the records, so StateAt's replay needs no checks), and writes the series pyramid, the keyframes,
 // the peaks, the markers and the warnings.

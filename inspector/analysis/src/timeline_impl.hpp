@@ -1,6 +1,6 @@
 // Private to the timeline model: its data and the pieces shared by timeline.cpp (public API),
-// timeline_build.cpp (Build's second pass), timeline_state.cpp (StateAt) and timeline_series.cpp
-// (ValueAt, Downsample).
+// timeline_build.cpp (the index, block by block behind the store), timeline_state.cpp (StateAt)
+// and timeline_series.cpp (ValueAt, Downsample).
 //
 // Memory, per event of a trace: a 40-byte record (timeline_store.hpp) plus, per device, 72 bytes
 // per 64 events and 48 per 4096 events of series pyramid (about 1.1 B per event and device), plus

@@ -47,7 +47,7 @@ class ChunkedVector {
 };
 
 // Record flags. The first group is the store's; the second is written by the model while it
-// builds its state (pass 2) and read back by StateAt and the series scans.
+// builds its state (the index) and read back by StateAt and the series scans.
 enum RecordFlag : std::uint8_t {
   kException = 1 << 0,    // the whole event is in the exception table
   kRoundedZero = 1 << 1,  // event.rounded == 0
