@@ -34,15 +34,18 @@ void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t req
   if (pool_.Empty() || live_.NeedsGrowth()) [[unlikely]] RefillForCarve();
 
   bins_.Erase(chunk);
-  const std::uint64_t remainder = chunk->size - rounded;
+  const std::uint64_t free_size = chunk->size;
+  const std::uint64_t remainder = free_size - rounded;
   if (remainder >= kMinSplitRemainder &&
       (!options_.tensorflow_split || remainder >= rounded || remainder >= kTensorflowMaxInternalFragmentation)) {
     bins_.Insert(SplitOff(chunk, rounded));
     // Refill again only when the next Carve asks: the pool never runs dry inside one.
   }
 
-  // Paging: the chunk's pages are no longer free to recycle (a word or two of the map).
-  if (paging_) {
+  // Paging: the chunk's pages are no longer free to recycle (a word or two of the map). A cached
+  // page lies wholly inside one free chunk (free neighbours coalesce), so a free chunk smaller
+  // than a page has none: most carves of small chunks skip the map.
+  if (paging_ && free_size >= pages_.page_bytes()) {
     const PageMap::Span span = pages_.SpanOf(chunk->address, chunk->size);
     cached_.ClearSpan(span.first, span.last);
   }
@@ -93,7 +96,8 @@ void BfcAllocator::Free(void* ptr) {
   Chunk* merged = MergeAndBin(chunk);
   // Paging: the whole pages that no live chunk touches any more are given back (unmap=eager, slow
   // path) or kept for reuse and recycling (unmap=lazy).
-  if (paging_) {
+  // Either way only a coalesced chunk of a page or more can hold a page that no live chunk touches.
+  if (paging_ && merged->size >= pages_.page_bytes()) {
     if (unmap_eager_) [[unlikely]] UnmapFreedPages(freed_at, freed_bytes, merged);
     else CacheFreedPages(freed_at, freed_bytes, merged);
   }
