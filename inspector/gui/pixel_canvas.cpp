@@ -80,21 +80,27 @@ void PixelCanvas::Fill(float x0, float y0, float x1, float y1, ImU32 colour) {
 
 void PixelCanvas::Paint(const Rect& fill) {
   const std::uint32_t alpha = (fill.colour >> IM_COL32_A_SHIFT) & 0xff;
-  for (int y = fill.y0; y < fill.y1; ++y) {
-    std::uint32_t* row = pixels_.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(width_);
-    if (alpha == 255) {
-      std::fill(row + fill.x0, row + fill.x1, fill.colour);
-    } else {
-      // What is under a translucent fill is mostly one colour (the background, a band): blend each
-      // distinct colour once.
-      std::uint32_t last_dst = row[fill.x0], last_out = Blend(last_dst, fill.colour);
-      for (int x = fill.x0; x < fill.x1; ++x) {
-        if (row[x] != last_dst) {
-          last_dst = row[x];
-          last_out = Blend(last_dst, fill.colour);
-        }
-        row[x] = last_out;
+  const auto stride = static_cast<std::size_t>(width_);
+  std::uint32_t* row = pixels_.data() + static_cast<std::size_t>(fill.y0) * stride;
+  const int rows = fill.y1 - fill.y0;
+  if (alpha == 255) {
+    if (fill.x1 - fill.x0 == 1) {  // a plot column: one pixel a row
+      for (int y = 0; y < rows; ++y, row += stride) row[fill.x0] = fill.colour;
+      return;
+    }
+    for (int y = 0; y < rows; ++y, row += stride) std::fill(row + fill.x0, row + fill.x1, fill.colour);
+    return;
+  }
+  // What is under a translucent fill is mostly one colour (the background, a band): blend each
+  // distinct colour once, across rows as well (a plot's columns are one pixel wide).
+  std::uint32_t last_dst = row[fill.x0], last_out = Blend(last_dst, fill.colour);
+  for (int y = 0; y < rows; ++y, row += stride) {
+    for (int x = fill.x0; x < fill.x1; ++x) {
+      if (row[x] != last_dst) {
+        last_dst = row[x];
+        last_out = Blend(last_dst, fill.colour);
       }
+      row[x] = last_out;
     }
   }
 }
