@@ -32,18 +32,22 @@ void LeakDetector::Add(const traces::Event& e, const std::vector<std::string>& t
       Live& slot = live_[Key{e.device, e.address}];
       if (slot.size != 0) {  // an alloc over a live one (imported traces): the old one ends
         live_total_ -= slot.size;
-        live_by_tag_[slot.tag] -= slot.size;
+        *slot.tag_bytes -= slot.size;
       }
-      slot = Live{e.size, e.tag};
+      if (last_tag_bytes_ == nullptr || e.tag != last_tag_) {
+        last_tag_ = e.tag;
+        last_tag_bytes_ = &live_by_tag_[e.tag];
+      }
+      slot = Live{e.size, last_tag_bytes_};
       live_total_ += e.size;
-      live_by_tag_[e.tag] += e.size;
+      *last_tag_bytes_ += e.size;
       break;
     }
     case EventType::kFree: {
       const auto it = live_.find(Key{e.device, e.address});
       if (it == live_.end()) break;
       live_total_ -= it->second.size;
-      live_by_tag_[it->second.tag] -= it->second.size;
+      *it->second.tag_bytes -= it->second.size;
       live_.erase(it);
       break;
     }

@@ -235,17 +235,17 @@ bool EvidenceInput::NextBlock(std::vector<traces::Event>* events) {
   if (events_ > limits_.max_events) {
     throw traces::TraceError(path_, traces::TooManyEventsMessage(events_, "read so far", 0, 1, limits_));
   }
-  // Every reader checks its sizes where it parses them; this is the one check for all of them
-  // (an importer that builds events from a state, say), naming the file and the event.
+  // One pass over the block (a block of 176-byte events is larger than a core's cache) for both
+  // checks. Sizes: every reader checks them where it parses them; this is the one check for all of
+  // them (an importer that builds events from a state, say), naming the file and the event. And
+  // the devices, counted against the limit.
   for (const traces::Event& e : *events) {
-    if (const char* problem = traces::EventSizeProblem(e)) {
+    if (const char* problem = traces::EventSizeProblem(e)) [[unlikely]] {
       throw traces::TraceError(path_, fmt::format("event {} ({}, device {}, {} bytes at {:#x}): {}", e.seq,
                                                   traces::ToString(e.type), e.device, e.size, e.address,
                                                   problem));
     }
-  }
-  for (const traces::Event& e : *events) {
-    if (any_device_ && e.device == last_device_) continue;
+    if (any_device_ && e.device == last_device_) [[likely]] continue;
     any_device_ = true;
     last_device_ = e.device;
     if (devices_.contains(e.device)) continue;

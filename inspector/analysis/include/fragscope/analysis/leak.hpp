@@ -25,6 +25,10 @@ struct LeakFinding {
 
 class LeakDetector {
  public:
+  LeakDetector() = default;
+  // Live chunks point into live_by_tag_: not copyable.
+  LeakDetector(const LeakDetector&) = delete;
+  LeakDetector& operator=(const LeakDetector&) = delete;
   // `tags`: tag names by id - 1, at least those of the events given so far.
   void Add(const traces::Event& event, const std::vector<std::string>& tags);
   // A leak when at least three step ends after the first show live memory growing at each one.
@@ -33,7 +37,7 @@ class LeakDetector {
  private:
   struct Live {
     std::uint64_t size = 0;
-    traces::TagId tag = traces::kNoTag;
+    std::uint64_t* tag_bytes = nullptr;  // its tag's total in live_by_tag_ (nodes do not move)
   };
   struct Key {
     std::uint32_t device;
@@ -47,6 +51,9 @@ class LeakDetector {
 
   std::unordered_map<Key, Live, KeyHash> live_;
   std::unordered_map<traces::TagId, std::uint64_t> live_by_tag_;
+  // The last alloc's tag and its total: runs of one tag need no lookup (a free needs none at all).
+  traces::TagId last_tag_ = traces::kNoTag;
+  std::uint64_t* last_tag_bytes_ = nullptr;
   std::uint64_t live_total_ = 0;
   std::optional<std::uint64_t> last_step_;  // devices mark the same step end one after another
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ends_;  // (step, live) after the first end
