@@ -79,6 +79,23 @@ class L1Walk {
  public:
   explicit L1Walk(const DeviceData& d) : d_(d) {}
   L1Block At(std::uint64_t block) {
+    Seek(block);
+    const auto& at = d_.l1_at;
+    if (pos_ < at.size() && at[pos_] == block) return d_.l1[pos_];
+    L1Block flat{};
+    for (int s = 0; s < 3; ++s) flat.end[s] = flat.min[s] = flat.max[s] = pos_ == 0 ? 0 : d_.l1[pos_ - 1].end[s];
+    return flat;
+  }
+  // The series' values before `block` (BlockStart for the three at once): the end of the last
+  // stored block before it, or zeros.
+  void Before(std::uint64_t block, std::uint64_t v[3]) {
+    Seek(block);
+    for (int s = 0; s < 3; ++s) v[s] = pos_ == 0 ? 0 : d_.l1[pos_ - 1].end[s];
+  }
+
+ private:
+  // pos_ = the first stored block at or after `block`.
+  void Seek(std::uint64_t block) {
     const auto& at = d_.l1_at;
     if (pos_ < at.size() && at[pos_] < block) {
       // Gallop: a few steps ahead linearly, else a binary search of what is left.
@@ -90,13 +107,8 @@ class L1Walk {
     } else if (pos_ > 0 && at[pos_ - 1] >= block) {
       pos_ = static_cast<std::size_t>(std::lower_bound(at.begin(), at.end(), block) - at.begin());  // went back
     }
-    if (pos_ < at.size() && at[pos_] == block) return d_.l1[pos_];
-    L1Block flat{};
-    for (int s = 0; s < 3; ++s) flat.end[s] = flat.min[s] = flat.max[s] = pos_ == 0 ? 0 : d_.l1[pos_ - 1].end[s];
-    return flat;
   }
 
- private:
   const DeviceData& d_;
   std::size_t pos_ = 0;
 };
@@ -128,15 +140,17 @@ Range MinMax(const ModelData& m, const DeviceData& d, Series series, std::uint64
   return out;
 }
 
-// ScanBlock for the three series at once: one pass over the records instead of three.
-void ScanBlockAll(const ModelData& m, const DeviceData& d, std::uint64_t begin, std::uint64_t end, Range out[3]) {
+// ScanBlock for the three series at once: one pass over the records instead of three, and the
+// block's checkpoints from the walk (a step) instead of a binary search per series.
+void ScanBlockAll(const ModelData& m, const DeviceData& d, L1Walk& l1, std::uint64_t begin, std::uint64_t end,
+                  Range out[3]) {
   constexpr Series kAll[3] = {Series::kInUse, Series::kReserved, Series::kLoad};  // by Series value
   const std::uint64_t block = begin >> kL1Shift;
   const std::uint64_t block_begin = block << kL1Shift;
   const std::uint64_t block_end = std::min(block_begin + kL1, m.store.size());
   std::uint64_t v[3];
   if (end - block_begin <= block_end - begin) {
-    for (int s = 0; s < 3; ++s) v[s] = BlockStart(d, s, block);
+    l1.Before(block, v);
     for (std::uint64_t j = block_begin; j < end; ++j) {
       if (m.store.record(j).device == d.index) {
         for (int s = 0; s < 3; ++s) v[s] += m.Delta(j, kAll[s]);
@@ -146,7 +160,7 @@ void ScanBlockAll(const ModelData& m, const DeviceData& d, std::uint64_t begin, 
       }
     }
   } else {
-    const L1Block after = L1At(d, block);
+    const L1Block after = l1.At(block);
     for (int s = 0; s < 3; ++s) v[s] = after.end[s];
     for (std::uint64_t j = block_end; j-- > begin;) {
       if (j < end) {
@@ -160,8 +174,9 @@ void ScanBlockAll(const ModelData& m, const DeviceData& d, std::uint64_t begin, 
 }
 
 // MinMax for the three series at once (indexed by Series).
-void MinMaxAll(const ModelData& m, const DeviceData& d, std::uint64_t begin, std::uint64_t end, Range out[3]) {
-  L1Walk l1(d);
+// `l1`: a walk at or before begin's block (DownsampleAll's columns share one).
+void MinMaxAll(const ModelData& m, const DeviceData& d, L1Walk& l1, std::uint64_t begin, std::uint64_t end,
+               Range out[3]) {
   std::uint64_t i = begin;
   while (i < end) {
     if ((i & (kL2 - 1)) == 0 && i + kL2 <= end) {
@@ -174,7 +189,7 @@ void MinMaxAll(const ModelData& m, const DeviceData& d, std::uint64_t begin, std
       i += kL1;
     } else {
       const std::uint64_t stop = std::min(end, ((i >> kL1Shift) + 1) << kL1Shift);
-      ScanBlockAll(m, d, i, stop, out);
+      ScanBlockAll(m, d, l1, i, stop, out);
       i = stop;
     }
   }
@@ -246,10 +261,11 @@ void DownsampleAll(const ModelData& m, std::uint32_t device, std::uint64_t begin
     }
     return;
   }
+  L1Walk l1(*d);  // columns ascend: one walk for all of them
   for (std::uint32_t c = 0; c < columns; ++c) {
     const auto [lo, hi] = TimelineModel::ColumnSlice(begin, end, columns, c);
     Range r[3];
-    MinMaxAll(m, *d, lo, hi, r);
+    MinMaxAll(m, *d, l1, lo, hi, r);
     for (int s = 0; s < 3; ++s) {
       min[s][c] = r[s].min;
       max[s][c] = r[s].max;
