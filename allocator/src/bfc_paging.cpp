@@ -359,10 +359,17 @@ void BfcAllocator::CheckPagesLocked() const {
   touched.Reset(expandable_region_->base, expandable_region_->max_size, pages_.page_bytes());
   for (const Chunk* chunk = expandable_region_->first; chunk != nullptr; chunk = chunk->next) {
     if (!chunk->in_use()) continue;
-    if (!pages_.Covers(chunk->address, chunk->size)) {
+    // From the bitmap itself, not Covers (whose mapped-prefix shortcut is what is checked below).
+    if (!pages_.bits().AllSet(pages_.FirstPage(chunk->address), pages_.EndPage(chunk->address, chunk->size))) {
       fail(fmt::format("live chunk {:#x} ({} bytes) lies on an unmapped page", chunk->address, chunk->size));
     }
     touched.Set(pages_.FirstPage(chunk->address), pages_.EndPage(chunk->address, chunk->size));
+  }
+  // The mapped prefix that Covers trusts is exact: every page below it mapped, the page at it not.
+  const std::uint64_t prefix = pages_.mapped_prefix();
+  if (pages_.bits().Next(0, prefix, false) != prefix || (prefix < pages_.pages() && pages_.IsMapped(prefix))) {
+    fail(fmt::format("the mapped prefix ends at page {}, but the first unmapped page is {}", prefix,
+                     pages_.bits().Next(0, pages_.pages(), false)));
   }
   const std::uint64_t end = pages_.high_water();
   if (const std::uint64_t p = cached_.Next(end, cached_.capacity(), true); p != cached_.capacity()) {

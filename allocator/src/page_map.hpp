@@ -197,6 +197,7 @@ class PageMap {
     bits_.Reset(pages_);
     mapped_pages_ = 0;
     high_water_ = 0;
+    SetPrefix(0);
   }
 
   const PageBits& bits() const { return bits_; }
@@ -229,19 +230,28 @@ class PageMap {
     const std::uint64_t offset = address - base_;
     return {offset >> page_shift_, (offset + bytes - 1) >> page_shift_};
   }
-  // Whether every page that [address, address + bytes) touches is mapped (bytes > 0): one word test
-  // for most chunks.
+  // Whether every page that [address, address + bytes) touches is mapped (bytes > 0). A chunk that
+  // ends inside the mapped prefix is covered by one compare (what a warm sequence sees: its pages
+  // stay mapped); otherwise one word test for most chunks.
   bool Covers(std::uint64_t address, std::uint64_t bytes) const {
+    if (address + bytes <= prefix_end_) [[likely]] return true;
     const Span span = SpanOf(address, bytes);
     return bits_.AllSetSpan(span.first, span.last);
   }
+  // Every page below this one is mapped, and this one is not (or is the range's end).
+  std::uint64_t mapped_prefix() const { return prefix_; }
   std::uint64_t CountSet(std::uint64_t first, std::uint64_t end) const { return bits_.CountSet(first, end); }
 
+  // Mapping and unmapping are the slow path's: they keep the mapped prefix exact.
   void Set(std::uint64_t first, std::uint64_t end) {
     mapped_pages_ += bits_.Set(first, end);
     if (first < end) high_water_ = std::max(high_water_, end);
+    if (first <= prefix_ && prefix_ < end) SetPrefix(bits_.Next(end, pages_, false));
   }
-  void Clear(std::uint64_t first, std::uint64_t end) { mapped_pages_ -= bits_.ClearCounted(first, end); }
+  void Clear(std::uint64_t first, std::uint64_t end) {
+    mapped_pages_ -= bits_.ClearCounted(first, end);
+    if (first < end && first < prefix_) SetPrefix(first);
+  }
 
   template <typename Fn>
   void ForEachRun(std::uint64_t first, std::uint64_t end, bool mapped, Fn&& fn) const {
@@ -256,6 +266,12 @@ class PageMap {
   PageBits bits_;
   std::uint64_t mapped_pages_ = 0;
   std::uint64_t high_water_ = 0;
+  void SetPrefix(std::uint64_t page) {
+    prefix_ = page;
+    prefix_end_ = base_ + (page << page_shift_);
+  }
+  std::uint64_t prefix_ = 0;      // pages [0, prefix_) are all mapped
+  std::uint64_t prefix_end_ = 0;  // the address where the mapped prefix ends
 };
 
 }  // namespace fragscope::bfc

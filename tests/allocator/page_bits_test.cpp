@@ -168,5 +168,42 @@ TEST(PageMap, PagesOfAnAddressRangeAndTheMappedCount) {
   EXPECT_EQ(map.high_water(), 70u);  // the high water stays: scans stop there
 }
 
+// Covers answers from the mapped prefix when a chunk ends inside it: the prefix must follow every
+// Set and Clear exactly. Seeded random ranges against a per-page model, and Covers against the
+// model for random spans after each step.
+TEST(PageMap, MappedPrefixFollowsEverySetAndClear) {
+  PageMap map;
+  const std::uint64_t base = 0x7f0000000000, page = 2 << 20, pages = 300;
+  map.Reset(base, pages * page, page);
+  EXPECT_EQ(map.mapped_prefix(), 0u);
+  EXPECT_FALSE(map.Covers(base, 256));
+  std::vector<bool> model(pages, false);
+  std::mt19937_64 rng(20261125);
+  for (int step = 0; step < 20000; ++step) {
+    // Mostly short ranges near the prefix, where it moves; sometimes anywhere.
+    const std::uint64_t near = std::min<std::uint64_t>(map.mapped_prefix(), pages - 1);
+    std::uint64_t first = rng() % 4 == 0 ? rng() % pages : std::min<std::uint64_t>(pages - 1, near + rng() % 5 - std::min<std::uint64_t>(near, 2));
+    const std::uint64_t end = std::min(pages, first + 1 + rng() % (rng() % 8 == 0 ? 90 : 4));
+    const bool set = rng() % 3 != 0;
+    if (set) map.Set(first, end);
+    else map.Clear(first, end);
+    for (std::uint64_t p = first; p < end; ++p) model[p] = set;
+    std::uint64_t prefix = 0;
+    while (prefix < pages && model[prefix]) ++prefix;
+    ASSERT_EQ(map.mapped_prefix(), prefix) << "step " << step;
+    for (int probe = 0; probe < 4; ++probe) {
+      const std::uint64_t at = base + (rng() % pages) * page + (rng() % (page / 256)) * 256;
+      const std::uint64_t bytes = 256 * (1 + rng() % (4 * page / 256));
+      if (at + bytes > base + pages * page) continue;
+      bool covered = true;
+      for (std::uint64_t p = (at - base) / page; p <= (at + bytes - 1 - base) / page; ++p) covered = covered && model[p];
+      ASSERT_EQ(map.Covers(at, bytes), covered) << "step " << step << ", " << bytes << " bytes at page offset " << (at - base) / page;
+    }
+  }
+  map.Set(0, pages);
+  EXPECT_EQ(map.mapped_prefix(), pages);
+  EXPECT_TRUE(map.Covers(base + (pages - 1) * page, page));
+}
+
 }  // namespace
 }  // namespace fragscope::bfc
