@@ -42,7 +42,7 @@ class BestFitBins {
   BestFitBins& operator=(const BestFitBins&) = delete;
   ~BestFitBins() { Clear(); }
 
-  void Insert(Chunk* chunk) {
+  [[gnu::always_inline]] void Insert(Chunk* chunk) {
     const int bin = BinIndex(chunk->size);
     const int sub = SubIndex(chunk->size, bin);
     chunk->bin_class = static_cast<std::uint16_t>(bin);
@@ -71,7 +71,7 @@ class BestFitBins {
   }
 
   // `chunk` must be binned, with the size it was inserted with.
-  void Erase(Chunk* chunk) {
+  [[gnu::always_inline]] void Erase(Chunk* chunk) {
     const int bin = chunk->bin_class;
     const int sub = chunk->bin_sub;
     SubClass& sc = subs_[bin][sub];

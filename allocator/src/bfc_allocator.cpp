@@ -20,16 +20,21 @@ void* BfcAllocator::TryAllocate(std::uint64_t bytes, const AllocOptions& options
     // Paging: memory exists only where pages are mapped. One or two word tests of the page map for
     // any chunk up to 128 MiB; mapping is the slow path's.
     if (!paging_ || pages_.Covers(chunk->address, rounded)) [[likely]] {
-      return Carve(chunk, rounded, bytes, options);
+      return CarveInline(chunk, rounded, bytes, options);
     }
   }
   return AllocateSlow(rounded, bytes, options, report);
 }
 
-// Takes `chunk` (free, at least `rounded` bytes) out of the bins, splits off the remainder and
-// marks the front part in use.
 void* BfcAllocator::Carve(Chunk* chunk, std::uint64_t rounded, std::uint64_t requested,
                           const AllocOptions& options) {
+  return CarveInline(chunk, rounded, requested, options);
+}
+
+// Takes `chunk` (free, at least `rounded` bytes) out of the bins, splits off the remainder and
+// marks the front part in use.
+inline void* BfcAllocator::CarveInline(Chunk* chunk, std::uint64_t rounded, std::uint64_t requested,
+                                       const AllocOptions& options) {
   // Both reserves are refilled together, so a single check keeps the fast path to one branch.
   if (pool_.Empty() || live_.NeedsGrowth()) [[unlikely]] RefillForCarve();
 
@@ -113,7 +118,7 @@ inline void BfcAllocator::CacheFreedPages(std::uint64_t address, std::uint64_t b
 }
 
 // Coalesces a just-freed chunk with its free neighbours at once and bins the result, which it returns.
-Chunk* BfcAllocator::MergeAndBin(Chunk* chunk) {
+inline Chunk* BfcAllocator::MergeAndBin(Chunk* chunk) {
   if (Chunk* prev = chunk->prev; prev != nullptr && !prev->in_use()) {
     bins_.Erase(prev);
     prev->size += chunk->size;
@@ -136,11 +141,6 @@ Chunk* BfcAllocator::MergeAndBin(Chunk* chunk) {
   // measured on the slow path (LargestMappedFree) instead.
   if (chunk->size > stats_.peak_largest_free && !paging_) stats_.peak_largest_free = chunk->size;
   return chunk;
-}
-
-void BfcAllocator::ReleaseChunkRecord(Chunk* chunk) {
-  pool_.Give(chunk);
-  --chunk_count_;
 }
 
 // Slow path of Carve: runs once per ~1,000 splits or per doubling of the live set.
