@@ -90,9 +90,16 @@ class BfcAllocator final : public DeviceAllocator {
   // it in the region, and is returned. Binning is the caller's (the chunk must not be binned while
   // its size changes). Precondition: the pool is not empty; 0 < front_bytes < chunk->size.
   [[gnu::always_inline]] Chunk* SplitOff(Chunk* chunk, std::uint64_t front_bytes) {
-    Chunk* back = pool_.Take();
+    static_assert(sizeof(Chunk) == 104, "a field was added to Chunk: SplitOff must set it");
+    Chunk* back = pool_.TakeUninitialized();
     back->address = chunk->address + front_bytes;
     back->size = chunk->size - front_bytes;
+    back->requested = 0;  // free: Chunk's defaults, set here field by field
+    back->alloc_id = 0;
+    back->stream = 0;
+    back->tag = traces::kNoTag;
+    back->bin_class = 0;
+    back->bin_sub = 0;
     back->region = chunk->region;
     back->prev = chunk;
     back->next = chunk->next;
