@@ -139,7 +139,7 @@ inline Chunk* BfcAllocator::MergeAndBin(Chunk* chunk) {
   bins_.Insert(chunk);
   // Under paging a free chunk spans unmapped address space: the largest free extent of memory is
   // measured on the slow path (LargestMappedFree) instead.
-  if (chunk->size > stats_.peak_largest_free && !paging_) stats_.peak_largest_free = chunk->size;
+  if (!paging_ && chunk->size > stats_.peak_largest_free) stats_.peak_largest_free = chunk->size;
   return chunk;
 }
 

@@ -28,11 +28,9 @@ class PageBits {
 
   // Whether every page in [first, end) is set (true for an empty range).
   bool AllSet(std::uint64_t first, std::uint64_t end) const {
-    for (; first < end; first = NextWordStart(first, end)) {
-      const std::uint64_t mask = WordMask(first, NextWordStart(first, end));
-      if ((words_[first >> 6] & mask) != mask) return false;
-    }
-    return true;
+    return ForEachWord(first, end, [this](std::uint64_t w, std::uint64_t mask) {
+      return (words_[w] & mask) == mask;
+    });
   }
 
   std::uint64_t CountSet(std::uint64_t first, std::uint64_t end) const {
@@ -57,7 +55,10 @@ class PageBits {
 
   // Clears [first, end), counting nothing.
   void Clear(std::uint64_t first, std::uint64_t end) {
-    for (; first < end; first = NextWordStart(first, end)) words_[first >> 6] &= ~WordMask(first, NextWordStart(first, end));
+    ForEachWord(first, end, [this](std::uint64_t w, std::uint64_t mask) {
+      words_[w] &= ~mask;
+      return true;
+    });
   }
 
   // The hot path's forms, on an inclusive span [first, last] (never empty): one word, mostly.
@@ -98,9 +99,10 @@ class PageBits {
       words_[first >> 6] |= other.words_[first >> 6] & WordMask(first, end);
       return;
     }
-    for (; first < end; first = NextWordStart(first, end)) {
-      words_[first >> 6] |= other.words_[first >> 6] & WordMask(first, NextWordStart(first, end));
-    }
+    ForEachWord(first, end, [this, &other](std::uint64_t w, std::uint64_t mask) {
+      words_[w] |= other.words_[w] & mask;
+      return true;
+    });
   }
 
   // The first page below `end` whose bit differs from (a & ~b)'s (bitmaps of the same range); `end`
@@ -170,6 +172,21 @@ class PageBits {
   }
 
  private:
+  // Calls fn(word index, mask of the range's bits in it) for each word of [first, end), in order,
+  // while fn returns true; returns false when fn stopped it. The first and last words get their
+  // partial masks, the words between them all-ones masks with no arithmetic: a chunk of gigabytes
+  // spans dozens of words.
+  template <typename Fn>
+  static bool ForEachWord(std::uint64_t first, std::uint64_t end, Fn&& fn) {
+    if (first >= end) return true;
+    const std::uint64_t w0 = first >> 6, w1 = (end - 1) >> 6;
+    if (w0 == w1) return fn(w0, WordMask(first, end));
+    if (!fn(w0, ~std::uint64_t{0} << (first & 63))) return false;
+    for (std::uint64_t w = w0 + 1; w < w1; ++w) {
+      if (!fn(w, ~std::uint64_t{0})) return false;
+    }
+    return fn(w1, ~std::uint64_t{0} >> (63 - ((end - 1) & 63)));
+  }
   // Whether the non-empty range [first, end) lies in one word.
   static bool SameWord(std::uint64_t first, std::uint64_t end) { return (first >> 6) == ((end - 1) >> 6); }
   // Where the part of [first, end) in first's word stops.
