@@ -109,12 +109,13 @@ void BfcAllocator::Free(void* ptr) {
 }
 
 // unmap=lazy, after a free: the pages the freed chunk touched that now lie wholly inside the
-// coalesced free chunk join the cached pages. A word or two of the map.
+// coalesced free chunk join the cached pages. They are all mapped (no live chunk sits on an
+// unmapped page), so the mapped bitmap is not read. A word or two of the map.
 inline void BfcAllocator::CacheFreedPages(std::uint64_t address, std::uint64_t bytes, const Chunk* merged) {
   const std::uint64_t first = std::max(pages_.FirstPage(address), pages_.FirstWholePage(merged->address));
   const std::uint64_t end = std::min(pages_.EndPage(address, bytes),
                                      pages_.EndWholePage(merged->address, merged->size));
-  cached_.SetWhere(pages_.bits(), first, end);
+  cached_.Fill(first, end);
 }
 
 // Coalesces a just-freed chunk with its free neighbours at once and bins the result, which it returns.

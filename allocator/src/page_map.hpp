@@ -53,6 +53,14 @@ class PageBits {
     return added;
   }
 
+  // Sets [first, end), counting nothing: Free's path (a word, mostly).
+  void Fill(std::uint64_t first, std::uint64_t end) {
+    ForEachWord(first, end, [this](std::uint64_t w, std::uint64_t mask) {
+      words_[w] |= mask;
+      return true;
+    });
+  }
+
   // Clears [first, end), counting nothing.
   void Clear(std::uint64_t first, std::uint64_t end) {
     ForEachWord(first, end, [this](std::uint64_t w, std::uint64_t mask) {
@@ -92,7 +100,7 @@ class PageBits {
   }
 
   // Sets the pages of [first, end) that are set in `other` (a bitmap of the same range), counting
-  // nothing: Free's path (a word, mostly).
+  // nothing.
   void SetWhere(const PageBits& other, std::uint64_t first, std::uint64_t end) {
     if (first >= end) return;
     if (SameWord(first, end)) [[likely]] {
