@@ -137,19 +137,19 @@ class PageBits {
   }
 
   // One past the highest page in [first, end) whose bit is `value`; `first` if none.
+  // RecyclePages scans the cached pages down from the high water, past long stretches of words
+  // with no cached page: those cost one load and one compare each.
   std::uint64_t Prev(std::uint64_t first, std::uint64_t end, bool value) const {
-    while (end > first) {
-      const std::uint64_t last = end - 1;
-      const std::uint64_t word = last >> 6;
-      std::uint64_t bits = value ? words_[word] : ~words_[word];
-      bits &= ~std::uint64_t{0} >> (63 - (last & 63));
-      if (bits != 0) {
-        const std::uint64_t hit = word * 64 + 63 - static_cast<std::uint64_t>(std::countl_zero(bits));
-        return hit >= first ? hit + 1 : first;
-      }
-      end = word * 64;
-    }
-    return first;
+    if (end <= first) return first;
+    const std::uint64_t flip = value ? 0 : ~std::uint64_t{0};  // makes the wanted bits ones
+    const std::uint64_t first_word = first >> 6;
+    std::uint64_t word = (end - 1) >> 6;
+    std::uint64_t bits = (words_[word] ^ flip) & (~std::uint64_t{0} >> (63 - ((end - 1) & 63)));
+    while (bits == 0 && word > first_word) bits = words_[--word] ^ flip;
+    if (bits == 0) return first;
+    // The highest wanted bit; below `first` (possible only in first's word) means none in range.
+    const std::uint64_t hit = word * 64 + 63 - static_cast<std::uint64_t>(std::countl_zero(bits));
+    return hit >= first ? hit + 1 : first;
   }
 
   // Calls fn(first, end) for each maximal run of set pages in [first, end), from the top down,

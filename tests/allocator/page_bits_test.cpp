@@ -101,6 +101,11 @@ TEST(PageBits, EveryOperationMatchesABitVector) {
     for (auto p = b; p > a; --p) if (model.bits[p - 1]) { prev = p; break; }
     ASSERT_EQ(bits.Next(a, b, true), next);
     ASSERT_EQ(bits.Prev(a, b, true), prev);
+    std::uint64_t prev_clear = a, next_clear = b;
+    for (auto p = b; p > a; --p) if (!model.bits[p - 1]) { prev_clear = p; break; }
+    for (auto p = a; p < b; ++p) if (!model.bits[p]) { next_clear = p; break; }
+    ASSERT_EQ(bits.Prev(a, b, false), prev_clear) << a << ".." << b;
+    ASSERT_EQ(bits.Next(a, b, false), next_clear) << a << ".." << b;
   }
   ExpectSame(bits, model);
   ExpectSame(other, other_model);
