@@ -37,6 +37,8 @@ class IntervalSet {
   std::size_t count() const { return intervals_.size(); }
 
  private:
+  void Rekey(std::map<std::uint64_t, std::uint64_t>::iterator it, std::uint64_t begin);
+
   std::map<std::uint64_t, std::uint64_t> intervals_;  // begin -> end
   std::uint64_t total_ = 0;
 };
