@@ -141,23 +141,29 @@ bool BfcAllocator::MapPages(std::uint64_t address, std::uint64_t bytes, bool* ba
   }
   if (missing > stats_.headroom() / page) return false;
   void* base = reinterpret_cast<void*>(expandable_region_->base);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;
-  pages_.ForEachRun(first, end, false, [&](std::uint64_t a, std::uint64_t b) { runs.emplace_back(a, b); });
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (!expandable_backing_->Map(base, runs[i].first * page, (runs[i].second - runs[i].first) * page)) {
-      for (std::size_t j = 0; j < i; ++j) {  // give back what this call mapped: all or nothing
-        expandable_backing_->Unmap(base, runs[j].first * page, (runs[j].second - runs[j].first) * page);
-      }
-      *backing_refused = true;
-      return false;
-    }
+  // The unmapped runs are mapped one backing call each. The page map is set only once all are in,
+  // so until then the same walk finds the same runs: a refusal gives back the ones before it by
+  // walking again (all or nothing), and success records them by walking again, with no list kept
+  // (a vector here was a heap allocation on every call).
+  std::uint64_t refused_at = end;
+  pages_.ForEachRunWhile(first, end, false, [&](std::uint64_t a, std::uint64_t b) {
+    if (expandable_backing_->Map(base, a * page, (b - a) * page)) return true;
+    refused_at = a;
+    return false;
+  });
+  if (refused_at != end) {
+    pages_.ForEachRun(first, refused_at, false, [&](std::uint64_t a, std::uint64_t b) {
+      expandable_backing_->Unmap(base, a * page, (b - a) * page);
+    });
+    *backing_refused = true;
+    return false;
   }
-  for (const auto& [a, b] : runs) {
-    pages_.Set(a, b);
+  pages_.ForEachRun(first, end, false, [&](std::uint64_t a, std::uint64_t b) {
     stats_.reserved += (b - a) * page;
     ++stats_.maps;
     if (sink_ != nullptr) EmitRegion(traces::EventType::kMap, pages_.AddressOf(a), (b - a) * page);
-  }
+  });
+  pages_.Set(first, end);
   stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
   return true;
 }

@@ -85,6 +85,23 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
           FormatBytes(SaturatingAdd(n.in_use, n.rounded)));
       break;
     case OomCause::kBacking:
+      if (report.pages.on() && report.pages.new_pages_needed > 0) {
+        // Under paging the device is asked for pages, not a region: say how many, and that many
+        // bytes are what it must have free.
+        const PageFacts& p = report.pages;
+        const std::uint64_t need = traces::CheckedMul(p.new_pages_needed, p.page_bytes).value_or(UINT64_MAX);
+        report.explanation = fmt::format(
+            "the device refused to map {} new page{} ({}) for the request of {} although {} of the "
+            "{} limit are mapped: the device has less free memory than the limit assumes (another "
+            "process holds it)",
+            p.new_pages_needed, p.new_pages_needed == 1 ? "" : "s", FormatBytes(need), rounded,
+            FormatBytes(n.reserved), FormatBytes(n.limit));
+        report.suggestion = fmt::format(
+            "set the limit to what the device really has free, or stop the other process; at least "
+            "{} more must be available to the allocator",
+            FormatBytes(need));
+        break;
+      }
       report.explanation = fmt::format(
           "the device refused a new region for {} although {} of the {} limit are reserved: the "
           "device has less free memory than the limit assumes (another process holds it)",

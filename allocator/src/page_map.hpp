@@ -166,17 +166,26 @@ class PageBits {
     }
   }
 
-  // Calls fn(first, end) for each maximal run of pages in [first, end) whose bit is `value`.
+  // Calls fn(first, end) for each maximal run of pages in [first, end) whose bit is `value`, in
+  // order, while fn returns true.
   template <typename Fn>
-  void ForEachRun(std::uint64_t first, std::uint64_t end, bool value, Fn&& fn) const {
+  void ForEachRunWhile(std::uint64_t first, std::uint64_t end, bool value, Fn&& fn) const {
     std::uint64_t page = first;
     while (page < end) {
       page = Next(page, end, value);
       if (page >= end) break;
       const std::uint64_t stop = Next(page, end, !value);
-      fn(page, stop);
+      if (!fn(page, stop)) return;
       page = stop;
     }
+  }
+  // The same for every run.
+  template <typename Fn>
+  void ForEachRun(std::uint64_t first, std::uint64_t end, bool value, Fn&& fn) const {
+    ForEachRunWhile(first, end, value, [&fn](std::uint64_t a, std::uint64_t b) {
+      fn(a, b);
+      return true;
+    });
   }
 
  private:
@@ -281,6 +290,10 @@ class PageMap {
   template <typename Fn>
   void ForEachRun(std::uint64_t first, std::uint64_t end, bool mapped, Fn&& fn) const {
     bits_.ForEachRun(first, end, mapped, fn);
+  }
+  template <typename Fn>
+  void ForEachRunWhile(std::uint64_t first, std::uint64_t end, bool mapped, Fn&& fn) const {
+    bits_.ForEachRunWhile(first, end, mapped, fn);
   }
 
  private:

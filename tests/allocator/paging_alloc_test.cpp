@@ -149,6 +149,57 @@ TEST(Paging, BackingRefusesAMapBelowTheLimit) {
   allocator.Free(first);
 }
 
+// A request over two unmapped runs with a cached page between them, where the device takes the
+// first run and refuses the second: the first is given back (all or nothing), so the device and the
+// page map still agree, and the retries after gc end in a `backing` OOM with nothing leaked.
+TEST(Paging, ARefusedSecondRunGivesTheFirstBack) {
+  const AllocConf conf = ParseAllocConf("backing=sim,capacity=1GiB,limit=512MiB");
+  auto capped = std::make_unique<testing::CappedBacking>(MakeBacking(conf), 10 * MiB);
+  testing::CappedBacking* device = capped.get();
+  auto system = MemorySystem::Create(conf, std::move(capped));
+  DeviceAllocator& allocator = system->device(0);
+  // Pages 0-3, one chunk each; reserved peaks at 8 MiB.
+  void* a = allocator.Allocate(2 * MiB);
+  void* b = allocator.Allocate(2 * MiB);
+  void* c = allocator.Allocate(2 * MiB);
+  void* d = allocator.Allocate(2 * MiB);
+  allocator.Free(d);  // page 3 cached
+  allocator.Free(b);  // page 1 cached
+  // 4 MiB at page 3 needs page 4: at the peak, lazy recycles a cached page first (page 1).
+  void* f = allocator.Allocate(4 * MiB);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(f), reinterpret_cast<std::uintptr_t>(a) + 6 * MiB);
+  EXPECT_EQ(allocator.Stats().reserved, 8 * MiB);
+  allocator.Free(c);
+  allocator.Free(f);  // one free chunk from page 1: page 1 unmapped, pages 2-4 cached, 5+ unmapped
+  EXPECT_EQ(allocator.Stats().reserved, 8 * MiB);
+  EXPECT_EQ(device->held(), 8 * MiB);
+  allocator.CheckInvariants();
+
+  // 10 MiB at page 1 spans pages 1-5: runs {1} and {5}. The device (10 MiB cap) maps page 1 and
+  // refuses page 5.
+  OomReport report;
+  EXPECT_EQ(allocator.TryAllocate(10 * MiB, {}, &report), nullptr);
+  EXPECT_EQ(report.cause(), OomCause::kBacking);
+  EXPECT_EQ(report.pages.new_pages_needed, 5u) << "after gc, every page of the request is new";
+  EXPECT_EQ(report.explanation,
+            "the device refused to map 5 new pages (10.00 MiB) for the request of 10.00 MiB "
+            "although 2.00 MiB of the 512.00 MiB limit are mapped: the device has less free memory "
+            "than the limit assumes (another process holds it)");
+  EXPECT_NE(report.suggestion.find("at least 10.00 MiB more"), std::string::npos) << report.suggestion;
+  EXPECT_GT(device->unmaps, 0u);
+  // gc gave back the cached pages; only page 0 (chunk a) is mapped, on the device as in the map.
+  EXPECT_EQ(allocator.Stats().reserved, 2 * MiB);
+  EXPECT_EQ(device->held(), 2 * MiB);
+  allocator.CheckInvariants();
+  // The page the refused call had mapped is unmapped again: mapping it now succeeds.
+  void* g = allocator.Allocate(8 * MiB);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(g), reinterpret_cast<std::uintptr_t>(a) + 2 * MiB);
+  EXPECT_EQ(device->held(), 10 * MiB);
+  allocator.CheckInvariants();
+  allocator.Free(g);
+  allocator.Free(a);
+}
+
 // Map and unmap are trace events (address, size) inside one address_reserve, in order.
 TEST(Paging, MapsAndUnmapsAreRecorded) {
   auto system = Make("backing=sim,capacity=1GiB,limit=64MiB,unmap=eager");
