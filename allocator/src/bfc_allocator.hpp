@@ -126,8 +126,10 @@ class BfcAllocator final : public DeviceAllocator {
   Region* AddRegion(std::uint64_t base, std::uint64_t size);
   std::uint64_t ReleaseFreeRegionsLocked();
   void* ReportOom(OomReport diagnosis, OomReport* report);  // counts, records, logs; nullptr
+  // `gc_ran`: the slow path gave memory back before giving up (released empty regions, or unmapped
+  // free pages), `gc_released` bytes of it.
   OomReport Diagnose(std::uint64_t rounded, std::uint64_t requested, const AllocOptions& options,
-                     bool backing_refused, std::uint64_t gc_released) const;
+                     bool backing_refused, bool gc_ran, std::uint64_t gc_released) const;
   [[noreturn]] void ThrowInvalidFree(void* ptr) const;
 
   // --- paging (bfc_paging.cpp) ---

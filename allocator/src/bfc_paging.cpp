@@ -268,6 +268,7 @@ void* BfcAllocator::AllocateOnPages(std::uint64_t rounded, std::uint64_t request
                                     const AllocOptions& options, OomReport* report) {
   bool backing_refused = false;
   std::uint64_t released = 0;
+  bool unmapped_free_pages = false;  // what paging does in gc's place, whatever gc says
   if (rounded <= options_.limit) {
     // The best fit first: it needs pages mapped, which fits below the limit more often than not.
     if (Chunk* chunk = bins_.FindBestFit(rounded); chunk != nullptr && MapPages(chunk->address, rounded, &backing_refused)) {
@@ -292,12 +293,13 @@ void* BfcAllocator::AllocateOnPages(std::uint64_t rounded, std::uint64_t request
       if (attempt == 0) {
         ++stats_.gc_runs;
         released = UnmapFreePages();
+        unmapped_free_pages = true;
         if (released == 0 && !backing_refused) break;  // nothing changed: the same answer again
         backing_refused = false;
       }
     }
   }
-  return ReportOom(Diagnose(rounded, requested, options, backing_refused, released), report);
+  return ReportOom(Diagnose(rounded, requested, options, backing_refused, unmapped_free_pages, released), report);
 }
 
 // The largest free extent of memory: the longest stretch of a free chunk that lies on mapped

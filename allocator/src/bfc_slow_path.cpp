@@ -72,9 +72,7 @@ void* BfcAllocator::AllocateSlow(std::uint64_t rounded, std::uint64_t requested,
   bool backing_refused = false;
   std::uint64_t gc_released = 0;
   if (rounded > options_.limit) {  // no region and no gc can serve it: straight to the report
-    OomReport diagnosis = Diagnose(rounded, requested, options, false, 0);
-    diagnosis.gc_ran = false;
-    return ReportOom(std::move(diagnosis), report);
+    return ReportOom(Diagnose(rounded, requested, options, false, false, 0), report);
   }
   if (Extend(rounded, &backing_refused)) {
     return Carve(bins_.FindBestFit(rounded), rounded, requested, options);
@@ -89,7 +87,7 @@ void* BfcAllocator::AllocateSlow(std::uint64_t rounded, std::uint64_t requested,
       }
     }
   }
-  return ReportOom(Diagnose(rounded, requested, options, backing_refused, gc_released), report);
+  return ReportOom(Diagnose(rounded, requested, options, backing_refused, options_.gc, gc_released), report);
 }
 
 void* BfcAllocator::ReportOom(OomReport diagnosis, OomReport* report) {
@@ -202,7 +200,7 @@ std::uint64_t BfcAllocator::ReleaseFreeRegionsLocked() {
 }
 
 OomReport BfcAllocator::Diagnose(std::uint64_t rounded, std::uint64_t requested,
-                                 const AllocOptions& options, bool backing_refused,
+                                 const AllocOptions& options, bool backing_refused, bool gc_ran,
                                  std::uint64_t gc_released) const {
   traces::OomRecord numbers;
   numbers.request = requested;
@@ -222,7 +220,7 @@ OomReport BfcAllocator::Diagnose(std::uint64_t rounded, std::uint64_t requested,
   OomReport report = DiagnoseOom(options_.device, numbers, backing_refused, paging_ ? &pages : nullptr);
   report.stream = options.stream;
   report.tag = options.tag;
-  report.gc_ran = options_.gc || paging_;  // paging gives back free pages whatever gc says
+  report.gc_ran = gc_ran;
   report.gc_released = gc_released;
   AddPolicyAdvice(report, PolicyFacts{options_.gc, options_.expandable, backing_.expandable() != nullptr});
   return report;

@@ -148,7 +148,9 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
 
 void AddPolicyAdvice(OomReport& report, const PolicyFacts& facts) {
   if (report.cause() != OomCause::kFragmentation) return;
-  if (!facts.gc && report.numbers.free_in_regions > 0) {
+  // gc releases empty regions; a paging allocator gives back free pages before an OOM whatever gc
+  // says, so turning gc on would change nothing there.
+  if (!facts.gc && !facts.expandable && report.numbers.free_in_regions > 0) {
     report.suggestion = "turn gc on (gc=on): empty regions would be released and the request "
                         "retried; or " + report.suggestion;
   } else if (!facts.expandable && facts.backing_can_expand) {
