@@ -18,9 +18,10 @@
 namespace fragscope {
 
 // When a paging region unmaps the whole pages that no live chunk touches any more.
-//   lazy   (default) when the memory is needed elsewhere: before new pages are mapped, free pages
-//          are recycled, so reserved never grows while free pages are mapped; all of them before
-//          an OOM and on gc/empty_cache. Same peak as eager, a fraction of the calls.
+//   lazy   (default) when the memory is needed elsewhere: when mapping new pages would take
+//          reserved past its peak, that excess is first unmapped from free pages elsewhere (below
+//          the peak new pages are simply mapped); all of them before an OOM and on
+//          gc/empty_cache. Same peak as eager, a fraction of the calls.
 //   eager  as soon as a free leaves them untouched: reserved follows the live set page by page
 enum class UnmapMode : std::uint8_t { kLazy, kEager };
 std::string_view ToString(UnmapMode mode);
@@ -66,8 +67,9 @@ struct AllocConf {
     return expandable.value_or(TraitsOf(backing).grows_in_place && !passthrough && !IsPreset(policy));
   }
 
-  // Canonical form: every key, in documentation order, that ParseAllocConf reads back equal.
-  // expandable is always written as resolved (Paging()), unmap only when the configuration pages.
+  // Canonical form, in documentation order, that ParseAllocConf reads back equal (what is left out:
+  // docs/allocator.md, "Canonical form"). expandable is always written as resolved (Paging()),
+  // unmap only when the configuration pages.
   std::string ToString() const;
   // Equal when they configure the same allocator: expandable compares as resolved (Paging()).
   bool operator==(const AllocConf& other) const;
