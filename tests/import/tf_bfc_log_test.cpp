@@ -223,6 +223,13 @@ TEST(TfBfcLog, Tf2DumpEveryField) {
   ASSERT_EQ(t.header.devices.size(), 1u);
   EXPECT_EQ(t.header.devices[0].index, 1u);
   EXPECT_EQ(t.events.front().device, 1u);
+  // The state: TF 2.x prints Reserved and LargestFreeBlock as 0 whatever they are, so reserved is
+  // total_region_allocated_bytes_ and the largest free is left to the layout, never a 0.
+  ASSERT_EQ(t.header.source.states.size(), 1u);
+  const StateSummary& state = t.header.source.states[0];
+  EXPECT_EQ(state.reserved, std::optional<std::uint64_t>(1049088u));
+  EXPECT_EQ(state.largest_free, std::nullopt);
+  EXPECT_EQ(state.in_use, std::optional<std::uint64_t>(524544u));
 }
 
 TEST(TfBfcLog, CauseRules) {

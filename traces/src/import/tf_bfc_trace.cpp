@@ -76,10 +76,12 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
   s.at_seq = at_seq;
   s.moment = d.has_header ? fmt::format("at the OOM on line {}", d.line) : fmt::format("in the dump on line {}", d.line);
   s.in_use = d.stats.in_use;
-  s.reserved = d.stats.reserved ? d.stats.reserved : d.total_region_allocated;
+  // TensorFlow 2.x prints Reserved and LargestFreeBlock as 0 whatever they are: a 0 there says
+  // nothing, so the regions' total stands for reserved and the largest free is left to the layout.
+  s.reserved = d.stats.reserved && *d.stats.reserved > 0 ? d.stats.reserved : d.total_region_allocated;
   if (d.limit != 0) s.limit = d.limit;
   s.max_in_use = d.stats.max_in_use;
-  s.largest_free = d.stats.largest_free_block;
+  if (d.stats.largest_free_block && *d.stats.largest_free_block > 0) s.largest_free = d.stats.largest_free_block;
   std::uint64_t listed = 0, covered = 0;
   for (const TfBfcRegion& r : d.regions) {
     listed += r.size;
