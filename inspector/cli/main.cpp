@@ -1,5 +1,8 @@
 // fragscope: analyse, replay and convert allocation traces. See `fragscope --help`.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <map>
 #include <new>
 #include <string_view>
@@ -15,6 +18,23 @@
 #include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/evidence/evidence_input.hpp"
+
+namespace {
+
+// A report that could not be written (a full disk, a closed pipe, /dev/full) must not exit 0 as if
+// it had been: what the command printed is flushed and checked here, once, at the end.
+int FinishStdout(int code) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;
+  if (flushed && std::cout.good() && std::ferror(stdout) == 0) return code;
+  fmt::print(stderr, "error: <stdout>: write failed{}{}\n", error != 0 ? ": " : "",
+             error != 0 ? std::strerror(error) : "");
+  return fragscope::cli::kBadInput;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace fragscope;
@@ -86,7 +106,7 @@ int main(int argc, char** argv) {
     return evidence::EvidenceInput::CurrentActivity();
   };
   try {
-    return commands.at(chosen)();
+    return FinishStdout(commands.at(chosen)());
   } catch (const std::bad_alloc&) {
     if (const auto activity = doing()) {
       fmt::print(stderr,

@@ -512,6 +512,26 @@ TEST_F(Cli, HeadlessViewWithABadConfigurationExitsTwo) {
   EXPECT_FALSE(fs::exists(Path("shot.png")));
 }
 
+// A report that cannot be written (a full disk, /dev/full) is an error, not an exit 0 with nothing
+// printed.
+TEST_F(Cli, AReportThatCannotBeWrittenExitsTwo) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  auto to_full = [&](const std::string& args) {
+    const fs::path err = dir_ / "stderr";
+    const int status = std::system((Quote(FRAGSCOPE_CLI) + " " + args + " >/dev/full 2>" + Quote(err.string())).c_str());
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(err));
+  };
+  const std::string trace = Quote(Sample("synth-small.fst"));
+  for (const std::string& args : {"report " + trace, "report --json " + trace, "compare " + trace,
+                                  "min-limit " + trace}) {
+    const auto [code, err] = to_full(args);
+    EXPECT_EQ(code, 2) << args;
+    EXPECT_EQ(err.rfind("error: <stdout>: write failed", 0), 0u) << args << ": " << err;
+  }
+  // The same commands to a file that takes the output exit as before.
+  EXPECT_EQ(Run({"report", Sample("synth-small.fst")}).code, 0);
+}
+
 // Issue 13: fragscope-alloc-demo exited with CLI11's own codes (105, 109) on bad flags.
 TEST_F(Cli, AllocDemoExitCodesAreTheProjects) {
   auto demo = [&](const std::string& args) {
