@@ -147,6 +147,15 @@ TEST(ReaderRegistry, EachSampleIsClaimedFirstByItsOwnReader) {
                            "by PyTorch)\n"),
        "OOM error message"},
       {TempFile("sample.jsonl", "\n  {\"type\": \"header\"}\n"), "JSON Lines"},
+      // The header's keys in another order (jq -S sorts them): still ours.
+      {TempFile("sorted.jsonl", "{\"producer\":\"x\",\"type\" : \"header\"}\n{\"type\":\"alloc\"}\n"), "JSON Lines"},
+      // A structured log (one JSON object a line) with an OOM message inside is not JSON Lines of
+      // ours: the message reader takes it.
+      {TempFile("structured.log",
+                "{\"level\":\"error\",\"msg\":\"RuntimeError: CUDA out of memory. Tried to allocate 60.00 MiB "
+                "(GPU 0; 10.76 GiB total capacity; 9.31 GiB already allocated; 42.56 MiB free; 9.83 GiB reserved "
+                "in total by PyTorch)\"}\n"),
+       "OOM error message"},
       {kSource + "/../shared/data/torch_profiler/kineto_resnet50_train_memevents.pt.trace.json.gz",
        "torch.profiler trace"},
       {TempFile("profile.json", "{\"schemaVersion\": 1, \"traceEvents\": []}"), "torch.profiler trace"},
@@ -186,6 +195,14 @@ TEST(ReaderRegistry, ListsAndMessagesComeFromTheRegistry) {
   for (const Reader& reader : Readers()) {
     EXPECT_NE(descriptions.find(reader.description), std::string::npos) << reader.name;
   }
+}
+
+// A JSON object that is neither a header nor anything else fragscope reads gets the unknown-format
+// error, not JSON Lines' complaint about its first line.
+TEST(ReaderRegistry, AnyOtherJsonObjectIsAnUnknownFormat) {
+  const std::string path = TempFile("other.json", "{\"a\": 1}\n");
+  const std::string error = ErrorOf([&] { EvidenceInput::Open(path); });
+  EXPECT_NE(error.find(UnknownFormatMessage()), std::string::npos) << error;
 }
 
 TEST(ReaderRegistry, UnknownFormatNamesEveryRegisteredReader) {
