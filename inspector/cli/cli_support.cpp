@@ -76,6 +76,13 @@ std::uint64_t ParseSizeOption(const std::string& option, const std::string& text
   return *size;
 }
 
+void RefuseStandardOutput(const std::string& path, const std::string& what) {
+  if (path != "-") return;
+  throw UsageError(fmt::format("{}: '-' (standard output) is not an output here: traces are written "
+                               "to a file, give its name",
+                               what));
+}
+
 std::string FormatRatio(double value) { return fmt::format("{:.2f}", value); }
 
 nlohmann::json OomJson(const analysis::OomDiagnosis& oom) {

@@ -22,6 +22,10 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Traces are written to files only (atomically, through a temporary file renamed into place): `-`,
+// which means standard input where a trace is read, is refused as an output, named by `what`.
+void RefuseStandardOutput(const std::string& path, const std::string& what);
+
 // A progress bar on stderr, drawn only when stderr is a terminal and the work lasts over a second.
 class ProgressBar {
  public:

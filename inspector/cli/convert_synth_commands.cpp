@@ -40,8 +40,16 @@ std::string FormatFromExtension(const std::string& path) {
 int RunConvert(const ConvertOptions& options) {
   const std::string to = options.to.empty() ? FormatFromExtension(options.out) : options.to;
   // Before anything is read or created: converting a file onto itself would destroy it.
+  RefuseStandardOutput(options.out, "OUT");
   traces::RefuseOutputOverInput(options.out, {options.in});
   auto input = evidence::EvidenceInput::Open(options.in);
+  if (input->header().kind == traces::EvidenceKind::kMessage) {
+    // Its numbers are in the diagnosis `report` prints, not in events: a converted trace would be
+    // empty, and say nothing.
+    throw UsageError(fmt::format("{}: an error message ({}) holds numbers, not allocations: there is "
+                                 "nothing to convert; `fragscope report` explains it",
+                                 options.in, input->format()));
+  }
   ProgressBar bar("converting", input->bytes_total());
   std::vector<traces::Event> block;
   std::uint64_t events = 0;
@@ -97,6 +105,7 @@ struct SynthCommandOptions {
 };
 
 int RunSynth(const SynthCommandOptions& options) {
+  RefuseStandardOutput(options.out, "--out");
   const traces::TraceHeader header = analysis::SynthHeader(options.synth);
   traces::TraceWriter writer(options.out, header);
   ProgressBar bar("synthesizing", options.synth.events);

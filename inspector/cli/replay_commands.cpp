@@ -113,7 +113,10 @@ struct ReplayCommandOptions : SequenceOptions {
 };
 
 int RunReplay(const ReplayCommandOptions& command) {
-  if (!command.out.empty()) traces::RefuseOutputOverInput(command.out, {command.trace});
+  if (!command.out.empty()) {
+    RefuseStandardOutput(command.out, "--out");
+    traces::RefuseOutputOverInput(command.out, {command.trace});
+  }
   const analysis::AllocationSequence sequence = LoadSequence(command);
   analysis::ReplayOptions options = MakeOptions(command, command.conf);
   options.continue_past_oom = command.continue_past_oom;

@@ -61,6 +61,30 @@ TEST_F(Cli, UsageErrorsExitTwoAndSayWhy) {
   EXPECT_NE(r.err.find("--capacity: 'lots' is not a size"), std::string::npos) << r.err;
   r = Run({"synth", "--events", "0", "--out", Path("x.fst")});
   EXPECT_EQ(r.code, 2);
+  // `-` reads standard input; as an output it is refused, not written as a file named "-".
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"convert", Sample("synth-small.fst"), "-", "--to", "jsonl"},
+        std::vector<std::string>{"replay", Sample("synth-small.fst"), "--out", "-"},
+        std::vector<std::string>{"synth", "--events", "10", "--out", "-"}}) {
+    r = Run(args);
+    EXPECT_EQ(r.code, 2) << args[0];
+    EXPECT_NE(r.err.find("'-' (standard output) is not an output here"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "-")) << args[0];
+  }
+}
+
+// An error message converts to nothing (its numbers are in report's diagnosis, not in events):
+// refused, as replay refuses it, instead of an empty trace and exit 0.
+TEST_F(Cli, ConvertRefusesAnErrorMessage) {
+  {
+    std::ofstream log(Path("oom.log"));
+    log << "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; "
+           "1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)\n";
+  }
+  const Result r = Run({"convert", Path("oom.log"), Path("oom.jsonl")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("holds numbers, not allocations: there is nothing to convert"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(Path("oom.jsonl")));
 }
 
 TEST_F(Cli, MissingAndMalformedFilesNameTheFile) {
