@@ -147,8 +147,8 @@ Command AddSynth(CLI::App& app) {
                   "about this many alloc and free events (at most 1000000000)")
       ->required()
       ->check(CLI::Range(std::uint64_t{1}, kMaxSynthEvents));
-  sub->add_option("--seed", options->synth.seed, "random seed (same seed, same trace)");
-  sub->add_option("--devices", options->synth.devices, "devices training data-parallel")
+  sub->add_option("--seed", options->synth.seed, "random seed (same seed, same trace)")->capture_default_str();
+  sub->add_option("--devices", options->synth.devices, "devices training data-parallel")->capture_default_str()
       ->check(CLI::Range(1u, 64u));
   sub->add_option("--alloc-conf", options->synth.alloc_conf, "the allocator that runs the workload")
       ->capture_default_str();

@@ -411,7 +411,8 @@ Command AddCompare(CLI::App& app) {
   sub->add_option("--alloc-conf", options->confs,
                   "a configuration, one row each (the first row is always the trace as recorded, so "
                   "one configuration compares against what the trace reserved; none: the default "
-                  "policy, growth=on and growth=off)")
+                  "policy, preset=tensorflow, preset=tensorflow,growth=off, preset=pytorch and "
+                  "preset=pytorch,expandable_segments=on)")
       ->take_all();
   return {sub, [options] { return RunCompare(*options); }};
 }
