@@ -182,6 +182,12 @@ TEST(MessageDiagnosisCorpus, ArithmeticAndAdviceInTheFrameworksTerms) {
     ASSERT_FALSE(d.fragscope_advice.empty());
     EXPECT_EQ(d.fragscope_advice[0].rfind("with fragscope's allocator: ", 0), 0u);
   }
+  {  // 16: A > T (Windows): "outside" is negative in the arithmetic, so it is no number (not a 0).
+    const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("16")));
+    EXPECT_TRUE(Mentions(d.arithmetic, "= −11.15 GiB"));
+    EXPECT_EQ(d.outside, std::nullopt);
+    for (const MessageNumber& n : d.numbers) EXPECT_NE(n.symbol, "outside");
+  }
   {  // 37: ≥ 2.2: expandable_segments.
     const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("37")));
     EXPECT_TRUE(Mentions(d.advice, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
@@ -227,6 +233,9 @@ std::string New(const std::string& r, const std::string& t, const std::string& f
 
 TEST(MessageDiagnosisRules, PytorchCachingOrder) {
   EXPECT_EQ(DiagnoseText(New("20.00 GiB", "16.00 GiB", "8.00 GiB", "1.00 GiB", "0 bytes")).cause, C::kRequestTooLarge);
+  // A request a few percent over the device reads as such, not as "1.0×".
+  EXPECT_TRUE(Mentions(DiagnoseText(New("16.80 GiB", "16.00 GiB", "8.00 GiB", "1.00 GiB", "0 bytes")).arithmetic,
+                       "the request alone is 1.05× the device"));
   EXPECT_EQ(DiagnoseText(New("100.00 MiB", "16.00 GiB", "50.00 MiB", "14.00 GiB", "60.00 MiB")).cause, C::kFragmentation);
   EXPECT_EQ(DiagnoseText(New("100.00 MiB", "16.00 GiB", "50.00 MiB", "15.80 GiB", "20.00 MiB")).cause, C::kCapacity);
   EXPECT_TRUE(DiagnoseText(New("100.00 MiB", "16.00 GiB", "150.00 MiB", "15.00 GiB", "0 bytes")).inconsistent);

@@ -70,9 +70,11 @@ class Builder {
   void Read(std::string symbol, std::string name, const std::optional<PrintedSize>& s) {
     if (s) d_.numbers.push_back({std::move(symbol), std::move(name), s->bytes, s->text});
   }
+  // A derived number below 0 (figures that disagree: A > T on Windows) has no row: a 0 there would
+  // contradict the arithmetic line that shows it negative.
   void Derived(std::string symbol, std::string name, double bytes) {
-    d_.numbers.push_back({std::move(symbol), std::move(name),
-                          bytes > 0 ? static_cast<std::uint64_t>(std::llround(bytes)) : 0, ""});
+    if (bytes < 0) return;
+    d_.numbers.push_back({std::move(symbol), std::move(name), static_cast<std::uint64_t>(std::llround(bytes)), ""});
   }
   template <typename... Args>
   void Line(fmt::format_string<Args...> f, Args&&... args) {

@@ -75,7 +75,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
   double in_process = 0;
   if (T && F && Rv) {
     outside = Sub(Sub(*T, *F), *Rv);
-    d.outside = outside->v > 0 ? static_cast<std::uint64_t>(std::llround(outside->v)) : 0;
+    if (outside->v >= 0) d.outside = static_cast<std::uint64_t>(std::llround(outside->v));
     b.Derived("outside", "neither free nor PyTorch's", outside->v);
     b.Line("outside = T − F − Rv = {} − {} − {} = {}", T->text, F->text, Fmt(Rv->v), Fmt(outside->v));
     if (P) {
@@ -89,7 +89,9 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
 
   // 1. One request larger than the whole device.
   if (T && Greater(R, *T)) {
-    b.Line("R = {} > T = {}: the request alone is {:.1f}× the device", R.text, T->text, R.v / T->v);
+    // Two decimals below 10x: one would print a request 5 % over the device as "1.0×".
+    const double times = R.v / T->v;
+    b.Line("R = {} > T = {}: the request alone is {:.{}f}× the device", R.text, T->text, times, times < 10 ? 2 : 1);
     b.Cause(OomCause::kRequestTooLarge,
             fmt::format("one request of {} is larger than the whole {} device ({}): no allocator setting can fit it",
                         R.text, m.device.empty() ? "GPU" : m.device, T->text));
