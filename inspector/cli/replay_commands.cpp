@@ -73,6 +73,12 @@ analysis::AllocationSequence LoadSequence(const SequenceOptions& options) {
     spdlog::info("{}: --recorded-only: {} of {} allocation events kept ({} allocations made while recording)",
                  path, sequence.ops.size(), before, sequence.allocations);
   }
+  // Nothing to replay is bad input, not a table of zeros and a "smallest limit" of 1 MiB.
+  if (sequence.allocations == 0) {
+    throw UsageError(fmt::format("{}: no allocation events{} (a truncated or empty trace?): nothing to replay",
+                                 path == "-" ? "<stdin>" : path,
+                                 options.recorded_only ? " made while recording" : ""));
+  }
   return sequence;
 }
 

@@ -43,12 +43,14 @@ void PrintReportText(const ReportView& view) {
   for (const auto& m : metrics) {
     // Evidence that records allocations but no reserved memory (profiler and RMM logs) has no
     // overhead or utilization to give: "-", not a ratio to 0.
+    // Nor does a device with no allocation (an empty or truncated trace): no ratio to a 0.
     const bool reserved_known = m.peak_reserved > 0 || m.peak_load == 0;
+    const bool ratios = m.peak_reserved > 0 && m.peak_load > 0;
     rows.push_back({std::to_string(m.device), FormatBytes(m.peak_load), FormatBytes(m.peak_in_use),
                     reserved_known ? FormatBytes(m.peak_reserved) : "-",
-                    reserved_known ? FormatRatio(m.overhead()) : "-",
-                    reserved_known ? FormatRatio(m.utilization_at_peak) : "-",
-                    reserved_known ? FormatRatio(m.fragmentation_at_peak) : "-", std::to_string(m.ooms)});
+                    ratios ? FormatRatio(m.overhead()) : "-",
+                    ratios ? FormatRatio(m.utilization_at_peak) : "-",
+                    ratios ? FormatRatio(m.fragmentation_at_peak) : "-", std::to_string(m.ooms)});
   }
   fmt::print("{}", FormatTable(rows));
   for (std::size_t i = 0; i < devices.size(); ++i) {

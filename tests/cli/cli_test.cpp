@@ -73,6 +73,29 @@ TEST_F(Cli, UsageErrorsExitTwoAndSayWhy) {
   }
 }
 
+// A trace with no allocation event (cut after its header) has nothing to replay: replay, compare and
+// min-limit refuse it (they printed tables of zeros and "smallest limit 1.00 MiB", exit 0), and
+// report gives no ratio to a 0.
+TEST_F(Cli, ATraceWithNoAllocationIsNotReplayed) {
+  {
+    const std::string whole = Slurp(Sample("synth-small.fst"));
+    ASSERT_GT(whole.size(), 2000u);
+    std::ofstream cut(Path("cut.fst"), std::ios::binary);
+    cut << whole.substr(0, 2000);  // the header, and not one whole block
+  }
+  for (const char* command : {"replay", "compare", "min-limit"}) {
+    const Result r = Run({command, Path("cut.fst")});
+    EXPECT_EQ(r.code, 2) << command;
+    EXPECT_NE(r.err.find("cut.fst: no allocation events (a truncated or empty trace?): nothing to replay"),
+              std::string::npos) << command << ": " << r.err;
+  }
+  const Result report = Run({"report", Path("cut.fst")});
+  EXPECT_EQ(report.code, 0);
+  EXPECT_NE(report.err.find("truncated"), std::string::npos) << report.err;
+  EXPECT_NE(report.out.find("0             0 B          0 B            0 B         -          -          -     0"),
+            std::string::npos) << report.out;
+}
+
 // An error message converts to nothing (its numbers are in report's diagnosis, not in events):
 // refused, as replay refuses it, instead of an empty trace and exit 0.
 TEST_F(Cli, ConvertRefusesAnErrorMessage) {
