@@ -141,6 +141,23 @@ TEST_F(StateReport, TensorflowDumpJsonHasTheStatsAndNoTimeMetrics) {
   EXPECT_TRUE(d1["ooms"][0]["min_limit"].is_null());  // no minimal limit for a state
 }
 
+// A dump of which only the header and the occupancy bar survived: its OOM's byte counts are null
+// (not 0), and the suggestion does not send the user to a replay that refuses a state.
+TEST_F(StateReport, AHeaderOnlyDumpHasNoNumbersAndNoReplayAdvice) {
+  const std::string log = kSharedData + "/tf/13_TheDingodile-ML_final_outputs-v32test-Markdown-v32test_0.log";
+  if (!fs::exists(log)) GTEST_SKIP() << log << " is absent (../shared/data is not beside the project)";
+  const CliResult r = Run({"report", log, "--json"});
+  ASSERT_EQ(r.code, 1) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& oom = doc["devices"][0]["ooms"][0];
+  EXPECT_EQ(oom["cause"], "unknown");
+  for (const char* key : {"in_use", "reserved", "live_requested", "free_in_regions", "largest_free", "chunk_count",
+                          "region_count", "limit", "headroom"}) {
+    EXPECT_TRUE(oom[key].is_null()) << key << " = " << oom[key];
+  }
+  EXPECT_EQ(oom["suggestion"].get<std::string>().find("fragscope replay"), std::string::npos) << oom["suggestion"];
+}
+
 TEST_F(StateReport, ReplayCompareAndMinLimitRefuseAStateUnlessAskedToAssumeAnOrder) {
   const std::string dump = Fixture("two_dumps_two_devices.log");
   for (const std::vector<std::string>& args :

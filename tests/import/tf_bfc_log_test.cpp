@@ -162,6 +162,12 @@ TEST(TfBfcLogShared, Log13JaxHeaderAndBarOnly) {
   EXPECT_TRUE(HasWarning(t.warnings, "chunk detail missing"));
   EXPECT_TRUE(HasWarning(t.warnings, "93 of 100 cells in use"));
   EXPECT_TRUE(HasWarning(t.warnings, "cause cannot be determined"));
+  // No byte count of the memory survived: each of those numbers is absent, never a 0.
+  for (const OomField field : {kOomReserved, kOomInUse, kOomLiveRequested, kOomFreeInRegions, kOomLargestFree,
+                               kOomHeadroom, kOomChunkCount, kOomRegionCount, kOomLimit}) {
+    EXPECT_FALSE(oom->oom.Has(field)) << "field bit " << field;
+  }
+  EXPECT_TRUE(oom->oom.Has(kOomRequest));
 }
 
 // A TF 2.x dump: "Current allocation summary follows." twice, tabs after Bin, two regions,

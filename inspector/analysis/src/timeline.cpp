@@ -139,9 +139,13 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
       // Evidence that lacks what would decide (no limit, no free space): say so, never guess.
       diagnosis.report.numbers.cause = recorded;
       diagnosis.report.explanation = UnknownCauseExplanation(e.oom);
+      // A state (one moment) cannot be replayed: what decides it there is a fuller dump.
       diagnosis.report.suggestion =
-          "give the limit the run had to decide it: replay the trace under it (fragscope replay TRACE "
-          "--alloc-conf limit=SIZE), which explains the first OOM it meets";
+          impl_->header.kind == traces::EvidenceKind::kState
+              ? "find the limit the run had (TensorFlow prints it in the Stats block of a full dump, "
+                "XLA in its memory statistics): with the limit and the chunk list the cause follows"
+              : "give the limit the run had to decide it: replay the trace under it (fragscope replay "
+                "TRACE --alloc-conf limit=SIZE), which explains the first OOM it meets";
     } else if (diagnosis.report.numbers.cause != recorded) {
       // Keep what the allocator said; note what the numbers alone say.
       diagnosis.report.explanation = fmt::format(

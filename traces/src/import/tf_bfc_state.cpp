@@ -449,6 +449,13 @@ OomRecord TfBfcDump::ToOomRecord() const {
   // A dump without a limit (no Stats block, no memory_limit, no regions to stand for it) says
   // nothing of the limit or of the headroom below it: absent, not 0 (OomRecord::present).
   if (limit == 0) r.present &= static_cast<std::uint16_t>(~(kOomLimit | kOomHeadroom));
+  // Nor does a dump of which only the header (and the occupancy bar) survived, with no region, no
+  // chunk, no Stats block and no total_region_allocated_bytes_, give any byte count of the memory:
+  // the zeros above are unknowns.
+  if (chunks.empty() && regions.empty() && stats.fields == 0 && !total_region_allocated) {
+    r.present &= static_cast<std::uint16_t>(~(kOomReserved | kOomInUse | kOomLiveRequested | kOomFreeInRegions |
+                                              kOomLargestFree | kOomHeadroom | kOomChunkCount | kOomRegionCount));
+  }
   return r;
 }
 
