@@ -361,9 +361,10 @@ int RunMinLimit(const MinLimitOptions& command) {
     fmt::print("{}\n", nlohmann::json{{"trace", command.trace},
                                       {"alloc_conf", options.conf.ToString()},
                                       {"fits", result.fits_at_all},
-                                      {"min_limit", result.min_limit},
+                                      // Nothing fits: there is no smallest limit (null, not 0).
+                                      {"min_limit", result.fits_at_all ? nlohmann::json(result.min_limit) : nlohmann::json(nullptr)},
                                       {"peak_load", result.peak_load},
-                                      {"overhead", overhead},
+                                      {"overhead", result.fits_at_all ? nlohmann::json(overhead) : nlohmann::json(nullptr)},
                                       {"replays", result.replays}}.dump(2));
     return result.fits_at_all ? kOk : kOom;
   }

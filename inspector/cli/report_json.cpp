@@ -37,14 +37,16 @@ void PrintReportJson(const ReportView& view) {
     if (metrics[i].peak_reserved == 0 && metrics[i].peak_load > 0) {
       // The evidence records allocations but no reserved memory (profiler and RMM logs).
       device["reserved_known"] = false;
+      device["peak_reserved"] = nullptr;
       device["overhead"] = nullptr;
       device["utilization_at_peak"] = nullptr;
       device["fragmentation_at_peak"] = nullptr;
     }
     if (const auto* description = header.Device(devices[i])) {
       device["name"] = description->name;
-      device["capacity"] = description->capacity;
-      device["limit"] = description->limit;
+      // 0 in a device description is "not given" (a log that names no device size): null.
+      device["capacity"] = description->capacity > 0 ? nlohmann::json(description->capacity) : nlohmann::json(nullptr);
+      device["limit"] = description->limit > 0 ? nlohmann::json(description->limit) : nlohmann::json(nullptr);
     }
     if (state) {
       // No metric that needs time, and nothing "before recording" (there was no recording); the

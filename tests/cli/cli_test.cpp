@@ -96,6 +96,27 @@ TEST_F(Cli, ATraceWithNoAllocationIsNotReplayed) {
             std::string::npos) << report.out;
 }
 
+// Numbers the evidence does not give are null in the JSON, never 0: min-limit when nothing fits,
+// and the reserved figures of evidence that records no reserved memory.
+TEST_F(Cli, UnknownNumbersAreNullInJson) {
+  const Result r = Run({"min-limit", Sample("synth-small.fst"), "--capacity", "1MiB", "--json"});
+  ASSERT_EQ(r.code, 1) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["fits"], false);
+  EXPECT_TRUE(doc["min_limit"].is_null()) << doc;
+  EXPECT_TRUE(doc["overhead"].is_null()) << doc;
+  const std::string profile = std::string(FRAGSCOPE_SOURCE_DIR) +
+                              "/../shared/data/torch_profiler/kineto_resnet50_train_memevents.pt.trace.json.gz";
+  if (!fs::exists(profile)) GTEST_SKIP() << profile << " is absent (../shared/data is not beside the project)";
+  const Result p = Run({"report", profile, "--json"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  for (const auto& device : nlohmann::json::parse(p.out)["devices"]) {
+    EXPECT_EQ(device["reserved_known"], false) << device["device"];
+    EXPECT_TRUE(device["peak_reserved"].is_null()) << device["device"];
+    EXPECT_TRUE(device["limit"].is_null()) << device["device"];
+  }
+}
+
 // An error message converts to nothing (its numbers are in report's diagnosis, not in events):
 // refused, as replay refuses it, instead of an empty trace and exit 0.
 TEST_F(Cli, ConvertRefusesAnErrorMessage) {
