@@ -188,6 +188,15 @@ TEST(MessageDiagnosisCorpus, ArithmeticAndAdviceInTheFrameworksTerms) {
     EXPECT_EQ(d.outside, std::nullopt);
     for (const MessageNumber& n : d.numbers) EXPECT_NE(n.symbol, "outside");
   }
+  {  // 55: request-too-large, and 2.58 GiB outside PyTorch (22 % of T) is still noted.
+    const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("55")));
+    EXPECT_EQ(d.cause, C::kRequestTooLarge);
+    EXPECT_TRUE(Mentions(d.notes, "2.58 GiB of the device (22 %) is neither free nor PyTorch's"));
+  }
+  {  // 61: capacity under a memory fraction, with 10.28 GiB outside (over 1 GiB): noted.
+    const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("61")));
+    EXPECT_TRUE(Mentions(d.notes, "10.28 GiB of the device"));
+  }
   {  // 37: ≥ 2.2: expandable_segments.
     const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("37")));
     EXPECT_TRUE(Mentions(d.advice, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));

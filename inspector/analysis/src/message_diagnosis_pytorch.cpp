@@ -87,6 +87,19 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
                              : outside         ? std::max(0.0, outside->v - std::max(0.0, in_process))
                                                : 0;
 
+  // Memory outside PyTorch that does not decide the cause is still noted, whatever the cause
+  // (docs/importers.md: at least 10 % of T or 1 GiB).
+  const auto note_outside = [&] {
+    if (outside && T && outside->v > 0 &&
+        (outside->v >= kOutsideNoteShare * T->v || outside->v >= static_cast<double>(kOutsideNoteFloor))) {
+      b.Note(fmt::format("{} of the device ({}) is neither free nor PyTorch's{}", Fmt(outside->v),
+                         Pct(outside->v, T->v),
+                         in_process > static_cast<double>(kGiB) / 2
+                             ? fmt::format(": {} non-PyTorch memory inside this process (P − Rv)", Fmt(in_process))
+                             : ": other processes, the CUDA context, the display"));
+    }
+  };
+
   // 1. One request larger than the whole device.
   if (T && Greater(R, *T)) {
     // Two decimals below 10x: one would print a request 5 % over the device as "1.0×".
@@ -108,6 +121,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
       b.Advice(BatchEstimate(T->v - (outside ? std::max(0.0, outside->v) : 0), R.v) +
                "; or split the operation that creates this one tensor (chunk it, or lower its precision)");
     }
+    note_outside();
     return;
   }
   // 2. Figures larger than the device: not the card's own memory.
@@ -134,6 +148,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
               fmt::format("one request of {} is larger than the {} this process is allowed "
                           "(torch.cuda.set_per_process_memory_fraction)", R.text, W.text));
       b.Advice("raise the fraction given to torch.cuda.set_per_process_memory_fraction, or a smaller request");
+      note_outside();
       return;
     }
     if (Rv) {
@@ -147,6 +162,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
         b.Advice(fmt::format("the limit is the per-process memory fraction, not the device{}: raise "
                              "torch.cuda.set_per_process_memory_fraction (or the test harness's fraction)",
                              F ? fmt::format(" ({} is free)", F->text) : ""));
+        note_outside();
         return;
       }
     }
@@ -184,11 +200,13 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
             fmt::format("inconsistent numbers: the {} segment this request needs fits in the {} the driver reported "
                         "free, so by these numbers it should not have failed (free changed between the failure and "
                         "the report, or the driver refused one allocation of this size)", Fmt(S.v), F->text));
-    if (other_bytes >= static_cast<double>(kOutsideNoteFloor)) {
+    const bool other_noted = other_bytes >= static_cast<double>(kOutsideNoteFloor) ||
+                             (T && other_bytes > 0 && other_bytes >= kOutsideNoteShare * T->v);
+    if (other_noted) {
       b.Note(fmt::format("{} of the device is held outside this PyTorch ({} of T){}", Fmt(other_bytes),
                          Pct(other_bytes, T ? T->v : 0), others_listed > 0 ? " by the processes listed" : ""));
     }
-    OutsideAdvice(b, m, other_bytes >= static_cast<double>(kOutsideNoteFloor) ? other_bytes : 0, in_process,
+    OutsideAdvice(b, m, other_noted ? other_bytes : 0, in_process,
                   listed_self, self_pid);
     b.Advice("run it again alone on the device: another process allocating at the same moment, or a "
              "per-allocation limit of the driver (WSL2, APUs), would explain it");
@@ -217,13 +235,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
     OutsideAdvice(b, m, other_bytes, in_process, listed_self, self_pid);
     return;
   }
-  if (outside && T && (outside->v >= kOutsideNoteShare * T->v || outside->v >= static_cast<double>(kOutsideNoteFloor))) {
-    b.Note(fmt::format("{} of the device ({}) is neither free nor PyTorch's{}", Fmt(outside->v),
-                       Pct(outside->v, T->v),
-                       in_process > static_cast<double>(kGiB) / 2
-                           ? fmt::format(": {} non-PyTorch memory inside this process (P − Rv)", Fmt(in_process))
-                           : ": other processes, the CUDA context, the display"));
-  }
+  note_outside();
   if (Greater(R, FU)) {
     // 6. Capacity: even every free and cached byte together is too little.
     b.Cause(OomCause::kCapacity,
