@@ -52,9 +52,11 @@ void PrintText(const std::string& trace, const std::vector<Item>& items, const s
   for (std::size_t i = 0; i < items.size(); ++i) {
     const traces::OomMessage& m = *items[i].message;
     const analysis::MessageDiagnosis& d = items[i].diagnosis;
-    std::string where = m.backend;
+    const std::string framework = FrameworkName(m.framework);
+    // "CUDA on CUDA" says nothing: a raw CUDA error names its backend once.
+    std::string where = m.backend == framework ? "" : m.backend;
     if (!m.device.empty() && m.device != m.backend) where += (where.empty() ? "" : ", ") + m.device;
-    fmt::print("\nmessage {} at line {}: {}{} ({})\n", i + 1, m.line, FrameworkName(m.framework),
+    fmt::print("\nmessage {} at line {}: {}{} ({})\n", i + 1, m.line, framework,
                where.empty() ? "" : " on " + where, traces::ToString(m.kind));
     fmt::print("  \"{}\"\n", Quote(m.text));
     if (!d.numbers.empty()) {

@@ -197,6 +197,14 @@ TEST(MessageDiagnosisCorpus, ArithmeticAndAdviceInTheFrameworksTerms) {
     const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("61")));
     EXPECT_TRUE(Mentions(d.notes, "10.28 GiB of the device"));
   }
+  {  // U in the message's own words: 2.1's "reserved by PyTorch but unallocated" (26), the old "cached" (04).
+    const auto label_of_u = [](const MessageDiagnosis& d) {
+      for (const MessageNumber& n : d.numbers) if (n.symbol == "U") return n.name;
+      return std::string();
+    };
+    EXPECT_EQ(label_of_u(DiagnoseText(ReadText(CorpusFile("26")))), "reserved but unallocated");
+    EXPECT_EQ(label_of_u(DiagnoseText(ReadText(CorpusFile("04")))), "cached (reserved but unallocated)");
+  }
   {  // 37: ≥ 2.2: expandable_segments.
     const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("37")));
     EXPECT_TRUE(Mentions(d.advice, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));

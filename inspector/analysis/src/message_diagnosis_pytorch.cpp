@@ -12,7 +12,9 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
   b.Read("F", "free", m.free);
   b.Read("A", "allocated by PyTorch", m.allocated);
   b.Read("Rv", "reserved by PyTorch", m.reserved);
-  b.Read("U", m.reserved || m.process_total || m.allowed ? "reserved but unallocated" : "cached (reserved but unallocated)",
+  // U in the message's own words: "reserved by PyTorch but unallocated" (2.1 on), "cached" before.
+  b.Read("U", m.text.find("but unallocated") != std::string::npos ? "reserved but unallocated"
+                                                                   : "cached (reserved but unallocated)",
          m.unallocated);
   b.Read("P", "this process (NVML)", m.process_total);
   b.Read("allowed", "allowed (memory fraction)", m.allowed);
