@@ -197,6 +197,29 @@ TEST(ReaderRegistry, ListsAndMessagesComeFromTheRegistry) {
   }
 }
 
+// A TensorFlow dump takes its whole file; a PyTorch OOM message in the same log is named in a
+// warning rather than dropped without a word.
+TEST(ReaderRegistry, AnotherFrameworksMessageBesideATensorflowDumpIsNamed) {
+  const std::string dump = ReadText(kSource + "/tests/import/fixtures/tf/tf12_separate_loops.log");
+  ASSERT_FALSE(dump.empty());
+  const std::string path = TempFile(
+      "mixed.log", dump + "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total "
+                          "capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by "
+                          "PyTorch)\n");
+  auto input = EvidenceInput::Open(path);
+  EXPECT_EQ(input->format(), "TensorFlow BFC log");
+  bool named = false;
+  for (const std::string& w : input->warnings()) {
+    named = named || w.find("a pytorch out-of-memory message that is not part of the TensorFlow dump") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+  // The dump alone warns of no such thing.
+  const auto alone = EvidenceInput::Open(kSource + "/tests/import/fixtures/tf/tf12_separate_loops.log");
+  for (const std::string& w : alone->warnings()) {
+    EXPECT_EQ(w.find("not part of the TensorFlow dump"), std::string::npos) << w;
+  }
+}
+
 // A JSON object that is neither a header nor anything else fragscope reads gets the unknown-format
 // error, not JSON Lines' complaint about its first line.
 TEST(ReaderRegistry, AnyOtherJsonObjectIsAnUnknownFormat) {

@@ -1,9 +1,27 @@
 // TensorFlow / XLA / JAX BFC allocator OOM dumps, found anywhere in a console log, read whole by
 // traces::ParseTfBfcLogToTrace (docs/importers.md).
+#include <fmt/format.h>
+
 #include "fragscope/evidence/readers.hpp"
+#include "fragscope/traces/oom_message.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
 
 namespace fragscope::evidence::readers {
+namespace {
+
+// The dump takes the whole file, so an OOM message of another framework in the same log (a paste
+// of two runs, a wrapper script's output) would go unread without a word: each one is named.
+void WarnOfOtherFrameworksMessages(const Source& source, traces::Trace& trace) {
+  for (const traces::OomMessage& m : traces::FindOomMessages(source.bytes())) {
+    if (m.framework == "tensorflow" || m.framework == "jax") continue;  // the dump's own lines
+    trace.warnings.push_back(fmt::format(
+        "{}:{}: a {} out-of-memory message that is not part of the TensorFlow dump is not read here "
+        "(the dump takes the file): give it to `fragscope report` alone to have it explained",
+        source.name(), m.line, m.framework));
+  }
+}
+
+}  // namespace
 
 Reader TfBfcLogReader() {
   return {
@@ -14,7 +32,9 @@ Reader TfBfcLogReader() {
       // events than bytes. The event cap is checked as the blocks are read. A number the dump
       // cannot be read without is an error naming its line.
       .open = [](const Source& source, const traces::ReadLimits&) {
-        return InputFromTrace(traces::ParseTfBfcLogToTrace(source.bytes(), source.name()));
+        traces::Trace trace = traces::ParseTfBfcLogToTrace(source.bytes(), source.name());
+        WarnOfOtherFrameworksMessages(source, trace);
+        return InputFromTrace(std::move(trace));
       },
   };
 }
