@@ -398,6 +398,28 @@ TEST(OomMessageText, SeveralInOneInputEachWithItsLine) {
   EXPECT_FALSE(flat[1].reserved);
 }
 
+// XLA's log line and the Python exception of the same failure, a traceback apart, are one message
+// (with the statistics); a different request after them is another.
+TEST(OomMessageText, XlasRepeatOfOneFailureIsOneMessage) {
+  std::string text =
+      "E0528 07:02:44.350251   27487 pjrt_stream_executor_client.cc:2826] Execution of replica 0 failed: "
+      "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2110783616 bytes.\n"
+      "BufferAssignment OOM Debugging.\nBufferAssignment stats:\n"
+      "             parameter allocation:    1.02GiB\n"
+      "                 total allocation:    7.88GiB\n\n"
+      "Traceback (most recent call last):\n";
+  for (int i = 0; i < 40; ++i) text += "  File \"model.py\", line " + std::to_string(i) + ", in f\n    y = g(x)\n";
+  text += "ValueError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2110783616 bytes.\n";
+  auto messages = FindOomMessages(text);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].request->bytes, 2110783616u);
+  EXPECT_TRUE(messages[0].xla.has_value());
+  text += "ValueError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1048576 bytes.\n";
+  messages = FindOomMessages(text);
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[1].request->bytes, 1048576u);
+}
+
 TEST(OomMessageText, WrappedAndCrLfLines) {
   const std::string wrapped =
       "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity;\r\n"

@@ -100,6 +100,10 @@ std::size_t ReadXlaRequest(MessageScan& scan, std::size_t i) {
   return i + 1;
 }
 
+// How far apart (in lines) XLA's log line and the Python exception of the same failure may be: a
+// traceback of a deep JAX call stack runs to a few hundred lines.
+constexpr std::size_t kXlaRepeatLines = 400;
+
 std::size_t ReadXlaRuntime(MessageScan& scan, std::size_t i) {
   std::size_t last = i;
   const std::string joined =
@@ -133,6 +137,17 @@ std::size_t ReadXlaRuntime(MessageScan& scan, std::size_t i) {
     m.end_line = k + 1;
   }
   const std::size_t next = m.end_line;
+  // The same failure printed again: XLA's C++ log line and then the Python exception
+  // ("ValueError: RESOURCE_EXHAUSTED: ... 2110783616 bytes."), a traceback apart. One failure, one
+  // message: the repeat joins the first (lending its statistics if the first had none).
+  if (!scan.found.empty()) {
+    OomMessage& prev = scan.found.back();
+    if (prev.kind == OomMessageKind::kXlaRuntime && prev.request && m.request &&
+        prev.request->bytes == m.request->bytes && m.line - prev.end_line <= kXlaRepeatLines) {
+      if (!prev.xla && m.xla) prev.xla = std::move(m.xla);
+      return next;
+    }
+  }
   scan.found.push_back(std::move(m));
   return next;
 }
