@@ -18,6 +18,7 @@
 #include "fragscope/allocator/policy.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "fragscope/traces/byte_math.hpp"
+#include "fragscope/traces/did_you_mean.hpp"
 #include "pytorch_settings.hpp"
 
 namespace fragscope {
@@ -41,23 +42,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = ToLower(c);
   return out;
-}
-
-// Edit distance, for "did you mean" on a misspelt key. Keys are short: quadratic is fine.
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      const std::size_t substitute = diagonal + (ToLower(a[i - 1]) == ToLower(b[j - 1]) ? 0 : 1);
-      row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,16 +321,11 @@ std::string KeyList() {
   std::string message =
       fmt::format("unknown key '{}' in allocator configuration; valid keys: {}", key, KeyList());
   // Suggest only close misspellings: one edit for a key of up to 3 characters, two otherwise.
-  std::string_view best;
-  std::size_t best_distance = key.size() <= 3 ? 2 : 3;
-  for (const KeySpec& spec : kKeys) {
-    const std::size_t d = EditDistance(key, spec.name);
-    if (d < best_distance) {
-      best_distance = d;
-      best = spec.name;
-    }
+  std::vector<std::string_view> names;
+  for (const KeySpec& spec : kKeys) names.push_back(spec.name);
+  if (const std::string_view best = traces::DidYouMean(key, names); !best.empty()) {
+    message += fmt::format(" (did you mean '{}'?)", best);
   }
-  if (!best.empty()) message += fmt::format(" (did you mean '{}'?)", best);
   throw ConfigError(std::string(key), message);
 }
 

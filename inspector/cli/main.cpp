@@ -1,10 +1,12 @@
 // fragscope: analyse, replay and convert allocation traces. See `fragscope --help`.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <new>
+#include <optional>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,7 @@
 #include "commands.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/traces/atomic_file.hpp"
+#include "fragscope/traces/did_you_mean.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/evidence/evidence_input.hpp"
 
@@ -34,6 +37,30 @@ int FinishStdout(int code) {
   return fragscope::cli::kBadInput;
 }
 
+// The first word that is not an option (nor --log-level's value), when it names no command: what
+// to say about it. Empty when the command line names a command, or none (CLI11 says that).
+std::optional<std::string> UnknownCommand(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string_view> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--log-level") {
+      ++i;  // its value
+      continue;
+    }
+    if (word.empty() || word.front() == '-') continue;
+    if (std::find(names.begin(), names.end(), word) != names.end()) return std::nullopt;
+    std::string list;
+    for (std::size_t k = 0; k < names.size(); ++k) list += (k == 0 ? "" : ", ") + std::string(names[k]);
+    std::string message = fmt::format("unknown command '{}'; the commands are {}", word, list);
+    if (const std::string_view best = fragscope::traces::DidYouMean(word, names); !best.empty()) {
+      message += fmt::format(" (did you mean '{}'?)", best);
+    }
+    return message;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,6 +70,12 @@ int main(int argc, char** argv) {
                "usage.",
                "fragscope"};
   app.require_subcommand(1);
+  // Options of the whole program (--log-level) may follow the command too.
+  app.fallthrough();
+  // CLI11's usage errors in the form of the program's own: "error: ...".
+  app.failure_message([](const CLI::App*, const CLI::Error& error) {
+    return fmt::format("error: {}\nRun with --help for more information.\n", error.what());
+  });
   app.set_version_flag("--version", cli::kVersion);
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "log level on stderr: trace, debug, info, warn, error, off")
@@ -80,6 +113,11 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{1} << 20));
   }
 
+  // A misspelt command reads "a subcommand is required" from CLI11: name it, and the commands.
+  if (const std::optional<std::string> unknown = UnknownCommand(app, argc, argv)) {
+    fmt::print(stderr, "error: {}\nRun with --help for more information.\n", *unknown);
+    return cli::kBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -49,6 +49,17 @@ TEST_F(Cli, UsageErrorsExitTwoAndSayWhy) {
   EXPECT_EQ(r.code, 2);
   r = Run({"frobnicate"});
   EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: unknown command 'frobnicate'; the commands are report, replay, compare, min-limit, "
+                        "convert, synth", 0), 0u) << r.err;
+  r = Run({"reprot", Sample("synth-small.fst")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("(did you mean 'report'?)"), std::string::npos) << r.err;
+  // CLI11's own usage errors read like the program's.
+  r = Run({"report", "--bogus", Sample("synth-small.fst")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  // The program's own options may follow the command.
+  EXPECT_EQ(Run({"report", Sample("synth-small.fst"), "--log-level", "error"}).code, 0);
   r = Run({"replay"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("trace"), std::string::npos) << r.err;
