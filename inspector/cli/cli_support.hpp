@@ -26,6 +26,9 @@ class UsageError : public std::runtime_error {
 // which means standard input where a trace is read, is refused as an output, named by `what`.
 void RefuseStandardOutput(const std::string& path, const std::string& what);
 
+// A trace's name in text output: `<stdin>` for `-`, as the error messages name it.
+inline std::string DisplayName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
 // A progress bar on stderr, drawn only when stderr is a terminal and the work lasts over a second.
 class ProgressBar {
  public:

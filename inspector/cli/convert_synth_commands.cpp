@@ -9,6 +9,7 @@
 
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "fragscope/allocator/errors.hpp"
 #include "fragscope/analysis/synth.hpp"
 #include "fragscope/traces/atomic_file.hpp"
 #include "fragscope/traces/chrome_trace.hpp"
@@ -106,7 +107,12 @@ struct SynthCommandOptions {
 
 int RunSynth(const SynthCommandOptions& options) {
   RefuseStandardOutput(options.out, "--out");
-  const traces::TraceHeader header = analysis::SynthHeader(options.synth);
+  traces::TraceHeader header;
+  try {
+    header = analysis::SynthHeader(options.synth);
+  } catch (const ConfigError& error) {
+    throw ConfigError(error.key(), fmt::format("--alloc-conf: {}", error.what()));  // name the flag
+  }
   traces::TraceWriter writer(options.out, header);
   ProgressBar bar("synthesizing", options.synth.events);
   analysis::SynthOptions synth = options.synth;

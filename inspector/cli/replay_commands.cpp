@@ -190,7 +190,7 @@ int RunReplay(const ReplayCommandOptions& command) {
     return any_oom ? kOom : kOk;
   }
   fmt::print("replayed   {} of {} allocation events of {} in {:.2f} s\n", result.ops_replayed,
-             sequence.ops.size(), command.trace, result.seconds);
+             sequence.ops.size(), DisplayName(command.trace), result.seconds);
   fmt::print("allocator  {}\n\n", options.conf.ToString());
   std::vector<std::vector<std::string>> rows = {
       {"device", "peak LOAD", "peak in use", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs"}};
@@ -317,7 +317,7 @@ int RunCompare(const CompareOptions& command) {
     fmt::print("{}\n", out.dump(2));
     return kOk;
   }
-  fmt::print("{} allocation events of {}\n\n", sequence.ops.size(), command.trace);
+  fmt::print("{} allocation events of {}\n\n", sequence.ops.size(), DisplayName(command.trace));
   const bool like_for_like = before.blocks > 0 && !table.empty() && table.front().peak_load > before.requested;
   const auto like_for_like_of = [&](const Row& row) {
     if (replays_lack_blocks && &row != &table.front()) return FormatRatio(row.overhead);

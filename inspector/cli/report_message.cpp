@@ -48,7 +48,8 @@ struct Item {
 };
 
 void PrintText(const std::string& trace, const std::vector<Item>& items, const std::vector<std::string>& warnings) {
-  fmt::print("trace      {} (OOM error message, {} message{})\n", trace, items.size(), items.size() == 1 ? "" : "s");
+  fmt::print("trace      {} (OOM error message, {} message{})\n", DisplayName(trace), items.size(),
+             items.size() == 1 ? "" : "s");
   for (std::size_t i = 0; i < items.size(); ++i) {
     const traces::OomMessage& m = *items[i].message;
     const analysis::MessageDiagnosis& d = items[i].diagnosis;

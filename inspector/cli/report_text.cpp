@@ -20,7 +20,7 @@ void PrintReportText(const ReportView& view) {
   const std::vector<analysis::DeviceMetrics>& metrics = view.metrics;
   const std::vector<std::vector<analysis::OomDiagnosis>>& ooms = view.ooms;
   const std::optional<analysis::LeakFinding>& leak = view.leak;
-  fmt::print("trace      {} ({}, {} events)\n", view.trace, view.format, view.events);
+  fmt::print("trace      {} ({}, {} events)\n", DisplayName(view.trace), view.format, view.events);
   if (!header.producer.empty()) fmt::print("producer   {}\n", header.producer);
   if (!header.alloc_conf.empty()) fmt::print("allocator  {}\n", header.alloc_conf);
   if (const nlohmann::json settings = SourceSettings(header); !settings.empty()) {

@@ -166,10 +166,10 @@ TEST(TrainCli, EnvironmentConfErrorsNameTheVariableAndQuoteItsText) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_EQ(r.out.rfind("error: FRAGSCOPE_ALLOC_CONF: external_use=1GiB needs backing sim or host", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("backing=cuda is the cuda backend's own"), std::string::npos) << r.out;
-  // From --alloc-conf: the same text, no variable named.
+  // From --alloc-conf: the same text, the flag named (as fragscope's commands name it).
   r = RunTrain("--steps 0 --alloc-conf 'growth=on,,gc=on'");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_EQ(r.out.rfind("error: empty item at position 2 (character 11) of allocator configuration "
+  EXPECT_EQ(r.out.rfind("error: --alloc-conf: empty item at position 2 (character 11) of allocator configuration "
                         "'growth=on,,gc=on'", 0),
             0u)
       << r.out;

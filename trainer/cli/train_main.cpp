@@ -159,9 +159,10 @@ int main(int argc, char** argv) {
 
   TrainResult result;
   try {
-    const auto from = [from_env](const ConfigError& e, const std::string& context) {
-      return ConfigError(e.key(), fmt::format("{}{}{}", from_env ? fmt::format("{}: ", kAllocConfEnv) : "",
-                                              e.what(), context));
+    // Named where the text came from, as fragscope's commands name it.
+    const std::string source = from_env ? fmt::format("{}: ", kAllocConfEnv) : user_conf.empty() ? "" : "--alloc-conf: ";
+    const auto from = [&source](const ConfigError& e, const std::string& context) {
+      return ConfigError(e.key(), fmt::format("{}{}{}", source, e.what(), context));
     };
     // The user's text alone first, so that an error quotes what they wrote and its positions
     // count in it; then with the scenario's keys and the backend's backing added, where only how
