@@ -37,8 +37,14 @@ void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& 
   const auto* device = header.Device(s.device);
   fmt::print("device {}{}, {}:\n", s.device, device != nullptr && !device->name.empty() ? " (" + device->name + ")" : "",
              s.moment.empty() ? "one moment" : s.moment);
-  std::string numbers = fmt::format("  in use {}{}, reserved {}{}, limit {}", Optional(s.in_use),
-                                    s.in_use_from_summary ? " (its own count)" : "", Optional(s.reserved),
+  // A cut chunk list gives lower bounds only: the listed in-use chunks and the listed regions.
+  const bool cut = !s.layout_complete && (s.regions > 0 || s.chunks > 0);
+  const std::string in_use = cut && !s.in_use_from_summary && s.in_use ? "at least " + FormatBytes(*s.in_use)
+                                                                        : Optional(s.in_use);
+  const std::string reserved = !s.reserved && cut && s.layout_reserved > 0 ? "at least " + FormatBytes(s.layout_reserved)
+                                                                           : Optional(s.reserved);
+  std::string numbers = fmt::format("  in use {}{}, reserved {}{}, limit {}", in_use,
+                                    s.in_use_from_summary ? " (its own count)" : "", reserved,
                                     s.reserved_from_summary ? " (its own count)" : "", Optional(s.limit));
   if (s.max_in_use) numbers += fmt::format(", most ever in use {}", FormatBytes(*s.max_in_use));
   fmt::print("{}\n", numbers);
@@ -49,8 +55,14 @@ void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& 
                s.layout_complete ? "" : " (incomplete: what follows counts only what is listed)",
                Count(s.regions, region), FormatBytes(s.layout_reserved), Count(s.chunks, "live chunk"),
                FormatBytes(s.layout_in_use));
-    fmt::print("  reserved but unallocated: {} in {}{}\n", FormatBytes(s.free_in_regions), Count(s.holes, "free hole"),
-               s.holes == 0 ? std::string() : fmt::format(", the largest {}", FormatBytes(s.largest_hole)));
+    if (cut) {
+      fmt::print("  not covered by a listed chunk: {} in {}{} (the chunk list is cut: not known to be free)\n",
+                 FormatBytes(s.free_in_regions), Count(s.holes, "range"),
+                 s.holes == 0 ? std::string() : fmt::format(", the largest {}", FormatBytes(s.largest_hole)));
+    } else {
+      fmt::print("  reserved but unallocated: {} in {}{}\n", FormatBytes(s.free_in_regions), Count(s.holes, "free hole"),
+                 s.holes == 0 ? std::string() : fmt::format(", the largest {}", FormatBytes(s.largest_hole)));
+    }
     if (pytorch) {
       fmt::print("  {} in {} with nothing allocated: what torch.cuda.empty_cache() would return\n",
                  FormatBytes(s.empty_region_bytes), Count(s.empty_regions, "segment"));

@@ -158,6 +158,20 @@ TEST_F(StateReport, AHeaderOnlyDumpHasNoNumbersAndNoReplayAdvice) {
   EXPECT_EQ(oom["suggestion"].get<std::string>().find("fragscope replay"), std::string::npos) << oom["suggestion"];
 }
 
+// A fragment whose chunk list is cut: what it lists is a lower bound, and the bytes no listed chunk
+// covers are not called free.
+TEST_F(StateReport, ACutChunkListGivesLowerBoundsAndNoFreeHoles) {
+  const std::string log = kSharedData + "/tf/12_tensorflow-tensorflow_issue47820_fragment.log";
+  if (!fs::exists(log)) GTEST_SKIP() << log << " is absent (../shared/data is not beside the project)";
+  const CliResult r = Run({"report", log});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("in use at least 3.00 KiB, reserved at least 1.00 MiB, limit unknown"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not covered by a listed chunk: 1021.00 KiB in 1 range, the largest 1021.00 KiB (the chunk "
+                       "list is cut: not known to be free)"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("free hole"), std::string::npos) << r.out;
+}
+
 TEST_F(StateReport, ReplayCompareAndMinLimitRefuseAStateUnlessAskedToAssumeAnOrder) {
   const std::string dump = Fixture("two_dumps_two_devices.log");
   for (const std::vector<std::string>& args :
