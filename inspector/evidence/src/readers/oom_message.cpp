@@ -7,6 +7,7 @@
 
 #include "fragscope/evidence/readers.hpp"
 #include "fragscope/traces/oom_message.hpp"
+#include "message_input.hpp"
 
 namespace fragscope::evidence::readers {
 namespace {
@@ -48,23 +49,26 @@ Reader OomMessageReader() {
       .description = "out-of-memory error message (PyTorch, JAX / XLA, TensorFlow, CUDA; anywhere in log text)",
       .sniff = [](std::string_view head) { return traces::LooksLikeOomMessage(head); },
       .open = [](const Source& source, const traces::ReadLimits&) -> std::unique_ptr<EvidenceInput> {
-        const std::string_view text = source.bytes();
-        std::vector<traces::OomMessage> messages = traces::FindOomMessages(text);
+        std::vector<traces::OomMessage> messages = traces::FindOomMessages(source.bytes());
         if (messages.empty()) {
           throw traces::TraceError(source.name(), 0, "no out-of-memory error message found");
         }
-        std::vector<std::string> warnings;
-        for (const traces::OomMessage& m : messages) {
-          for (const std::string& problem : m.problems) warnings.push_back(fmt::format("{}: {}", source.name(), problem));
-        }
-        if (messages.size() > kMaxMessages) {
-          warnings.push_back(fmt::format("{}: {} out-of-memory messages; the first {} are reported", source.name(),
-                                         messages.size(), kMaxMessages));
-          messages.resize(kMaxMessages);
-        }
-        return std::make_unique<MessageInput>(std::move(messages), std::move(warnings), text.size());
+        return MessagesInput(source, std::move(messages), {});
       },
   };
+}
+
+std::unique_ptr<EvidenceInput> MessagesInput(const Source& source, std::vector<traces::OomMessage> messages,
+                                             std::vector<std::string> warnings) {
+  for (const traces::OomMessage& m : messages) {
+    for (const std::string& problem : m.problems) warnings.push_back(fmt::format("{}: {}", source.name(), problem));
+  }
+  if (messages.size() > kMaxMessages) {
+    warnings.push_back(fmt::format("{}: {} out-of-memory messages; the first {} are reported", source.name(),
+                                   messages.size(), kMaxMessages));
+    messages.resize(kMaxMessages);
+  }
+  return std::make_unique<MessageInput>(std::move(messages), std::move(warnings), source.bytes().size());
 }
 
 }  // namespace fragscope::evidence::readers

@@ -5,20 +5,40 @@
 #include "fragscope/evidence/readers.hpp"
 #include "fragscope/traces/oom_message.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
+#include "message_input.hpp"
 
 namespace fragscope::evidence::readers {
 namespace {
 
 // The dump takes the whole file, so an OOM message of another framework in the same log (a paste
 // of two runs, a wrapper script's output) would go unread without a word: each one is named.
-void WarnOfOtherFrameworksMessages(const Source& source, traces::Trace& trace) {
-  for (const traces::OomMessage& m : traces::FindOomMessages(source.bytes())) {
+void WarnOfOtherFrameworksMessages(const Source& source, const std::vector<traces::OomMessage>& messages,
+                                   traces::Trace& trace) {
+  for (const traces::OomMessage& m : messages) {
     if (m.framework == "tensorflow" || m.framework == "jax") continue;  // the dump's own lines
     trace.warnings.push_back(fmt::format(
         "{}:{}: a {} out-of-memory message that is not part of the TensorFlow dump is not read here "
         "(the dump takes the file): give it to `fragscope report` alone to have it explained",
         source.name(), m.line, m.framework));
   }
+}
+
+// Whether the dumps gave no layout and no count: the trace holds nothing but their OOM events.
+bool KeptNoByteCount(const traces::Trace& trace) {
+  for (const traces::Event& e : trace.events) {
+    if (e.type != traces::EventType::kOom && e.type != traces::EventType::kMarker) return false;
+  }
+  for (const traces::StateSummary& s : trace.header.source.states) {
+    if (s.in_use || s.reserved || s.largest_free) return false;
+  }
+  return true;
+}
+
+bool HasXlaStatistics(const std::vector<traces::OomMessage>& messages) {
+  for (const traces::OomMessage& m : messages) {
+    if (m.xla) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -31,9 +51,19 @@ Reader TfBfcLogReader() {
       // One line or more per event (a dump's chunks; its frees of the dump before): never more
       // events than bytes. The event cap is checked as the blocks are read. A number the dump
       // cannot be read without is an error naming its line.
-      .open = [](const Source& source, const traces::ReadLimits&) {
+      .open = [](const Source& source, const traces::ReadLimits&) -> std::unique_ptr<EvidenceInput> {
         traces::Trace trace = traces::ParseTfBfcLogToTrace(source.bytes(), source.name());
-        WarnOfOtherFrameworksMessages(source, trace);
+        std::vector<traces::OomMessage> messages = traces::FindOomMessages(source.bytes());
+        // JAX's usual OOM log: the BFC header and occupancy bar (no byte count), then XLA's
+        // BufferAssignment statistics, which decide more than the bar: read as a message.
+        if (KeptNoByteCount(trace) && HasXlaStatistics(messages)) {
+          std::vector<std::string> warnings = {fmt::format(
+              "{}: the allocator dump kept no byte count (only its header and occupancy bar); XLA's memory "
+              "statistics in the same log say more, so the log is read as an out-of-memory message",
+              source.name())};
+          return MessagesInput(source, std::move(messages), std::move(warnings));
+        }
+        WarnOfOtherFrameworksMessages(source, messages, trace);
         return InputFromTrace(std::move(trace));
       },
   };
