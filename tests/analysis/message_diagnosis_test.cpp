@@ -205,6 +205,11 @@ TEST(MessageDiagnosisCorpus, ArithmeticAndAdviceInTheFrameworksTerms) {
     EXPECT_EQ(label_of_u(DiagnoseText(ReadText(CorpusFile("26")))), "reserved but unallocated");
     EXPECT_EQ(label_of_u(DiagnoseText(ReadText(CorpusFile("04")))), "cached (reserved but unallocated)");
   }
+  {  // 46 (MPS): M + O + R exceeds W by less than the three figures' roundings together: "≈".
+    const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("46")));
+    EXPECT_TRUE(Mentions(d.arithmetic, "= 27.21 GiB ≈ W = 27.20 GiB"));
+    EXPECT_EQ(d.cause, C::kBacking);
+  }
   {  // 37: ≥ 2.2: expandable_segments.
     const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("37")));
     EXPECT_TRUE(Mentions(d.advice, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));

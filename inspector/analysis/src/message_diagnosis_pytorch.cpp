@@ -347,10 +347,13 @@ void DiagnosePytorchMps(const OomMessage& m, MessageDiagnosis& d) {
     b.Advice("check the shapes of the tensor being created: one tensor larger than the memory allowed");
     return;
   }
-  const Val need = Add(Add(M, O), R);
+  // Three printed figures added: their roundings add up too (to 0.01 GiB each, 15 MiB together).
+  // Within that the sum is at the limit (≈): the failure says it was reached.
+  Val need = Add(Add(M, O), R);
+  need.tol = M.tol + O.tol + R.tol;
   b.Line("M + O + R = {} + {} + {} = {} {} W = {}", M.text, O.text.empty() ? Fmt(O.v) : O.text, R.text, Fmt(need.v),
-         need.v > W.v ? ">" : "≤", W.text);
-  if (need.v <= W.v) {
+         Greater(need, W) ? ">" : LessEq(need, W) ? "≤" : "≈", W.text);
+  if (LessEq(need, W)) {
     d.inconsistent = true;
     b.Cause(OomCause::kUnknown, "inconsistent numbers: the request fits under the limit");
     return;
