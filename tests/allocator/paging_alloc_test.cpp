@@ -33,6 +33,30 @@ std::vector<void*> Checkerboard(DeviceAllocator& allocator) {
   return live;
 }
 
+// Eight 1 MiB blocks in four 2 MiB pages, every other one freed: each page holds one live block and
+// 1 MiB free. Returns all eight (the even ones are live).
+std::vector<void*> HalfUsedPages(DeviceAllocator& allocator) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(allocator.Allocate(MiB));
+  for (int i = 1; i < 8; i += 2) allocator.Free(blocks[i]);
+  return blocks;
+}
+
+// A 512 MiB limit on a 1 GiB sim device of which another process leaves only `cap` bytes: the
+// device refuses a map past them.
+struct CappedSystem {
+  std::unique_ptr<MemorySystem> system;
+  testing::CappedBacking* device = nullptr;
+};
+CappedSystem MakeCapped(std::uint64_t cap) {
+  const AllocConf conf = ParseAllocConf("backing=sim,capacity=1GiB,limit=512MiB");
+  auto capped = std::make_unique<testing::CappedBacking>(MakeBacking(conf), cap);
+  CappedSystem out;
+  out.device = capped.get();
+  out.system = MemorySystem::Create(conf, std::move(capped));
+  return out;
+}
+
 // The hand-built sequence of the paging issue: holes strand memory in regions but not in pages.
 TEST(Paging, HolesBetweenLiveChunksStrandNothing) {
   for (const char* regions : {"growth=off,gc=off", "growth=on,gc=off"}) {
@@ -90,9 +114,7 @@ TEST(Paging, FragmentationIsMemoryStrandedInPartlyUsedPages) {
     SCOPED_TRACE(unmap);
     auto system = Make(std::string("backing=sim,capacity=1GiB,limit=8MiB,unmap=") + unmap);
     DeviceAllocator& allocator = system->device(0);
-    std::vector<void*> blocks;
-    for (int i = 0; i < 8; ++i) blocks.push_back(allocator.Allocate(MiB));
-    for (int i = 1; i < 8; i += 2) allocator.Free(blocks[i]);
+    std::vector<void*> blocks = HalfUsedPages(allocator);
     allocator.CheckInvariants();
     EXPECT_EQ(allocator.Stats().reserved, 8 * MiB) << "every page still holds a live block";
     OomReport report;
@@ -158,9 +180,7 @@ TEST(Paging, GcInAReportMeansFreePagesWereGivenBack) {
     // not mentioning it.
     auto system = Make(std::string("backing=sim,capacity=1GiB,limit=8MiB,gc=") + gc);
     DeviceAllocator& allocator = system->device(0);
-    std::vector<void*> blocks;
-    for (int i = 0; i < 8; ++i) blocks.push_back(allocator.Allocate(MiB));
-    for (int i = 1; i < 8; i += 2) allocator.Free(blocks[i]);
+    std::vector<void*> blocks = HalfUsedPages(allocator);
     OomReport report;
     EXPECT_EQ(allocator.TryAllocate(2 * MiB, {}, &report), nullptr);
     EXPECT_EQ(report.cause(), OomCause::kFragmentation);
@@ -174,10 +194,7 @@ TEST(Paging, GcInAReportMeansFreePagesWereGivenBack) {
 // A device that another process fills: the map call is refused below the limit. Lazy mode first
 // gives back its own free pages, then reports `backing`.
 TEST(Paging, BackingRefusesAMapBelowTheLimit) {
-  const AllocConf conf = ParseAllocConf("backing=sim,capacity=1GiB,limit=512MiB");
-  auto capped = std::make_unique<testing::CappedBacking>(MakeBacking(conf), 100 * MiB);
-  testing::CappedBacking* device = capped.get();
-  auto system = MemorySystem::Create(conf, std::move(capped));
+  auto [system, device] = MakeCapped(100 * MiB);
   DeviceAllocator& allocator = system->device(0);
   void* first = allocator.Allocate(64 * MiB);
   void* cached = allocator.Allocate(30 * MiB);
@@ -201,10 +218,7 @@ TEST(Paging, BackingRefusesAMapBelowTheLimit) {
 // first run and refuses the second: the first is given back (all or nothing), so the device and the
 // page map still agree, and the retries after gc end in a `backing` OOM with nothing leaked.
 TEST(Paging, ARefusedSecondRunGivesTheFirstBack) {
-  const AllocConf conf = ParseAllocConf("backing=sim,capacity=1GiB,limit=512MiB");
-  auto capped = std::make_unique<testing::CappedBacking>(MakeBacking(conf), 10 * MiB);
-  testing::CappedBacking* device = capped.get();
-  auto system = MemorySystem::Create(conf, std::move(capped));
+  auto [system, device] = MakeCapped(10 * MiB);
   DeviceAllocator& allocator = system->device(0);
   // Pages 0-3, one chunk each; reserved peaks at 8 MiB.
   void* a = allocator.Allocate(2 * MiB);
