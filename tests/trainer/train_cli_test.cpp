@@ -205,5 +205,26 @@ TEST(TrainCli, HugeBatchIsTheAllocatorsOomNotBadAlloc) {
       << host.out;
 }
 
+// --steps, --model and --batch given next to --scenario replace the scenario's (as --alloc-conf's
+// keys do); they were dropped without a word, so "a larger limit only moves the OOM later" could not
+// be tried.
+TEST(TrainCli, FlagsNextToAScenarioReplaceItsOwn) {
+  Result r = RunTrain("--scenario leak --backend sim --alloc-conf limit=64MiB --steps 200 --json");
+  EXPECT_EQ(r.code, 1) << r.out;
+  nlohmann::json doc = Json(r);
+  EXPECT_EQ(doc["oom"]["step"], 60) << "the 64 MiB limit moves the leak's OOM from step 17 to step 60";
+  EXPECT_EQ(doc["oom"]["diagnosis"], "leak");
+  r = RunTrain("--scenario capacity --backend sim --model resnet18 --batch 4 --steps 1 --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  doc = Json(r);
+  EXPECT_EQ(doc["model"], "resnet18");
+  ASSERT_EQ(doc["steps"].size(), 1u);
+  EXPECT_EQ(doc["steps"][0]["batch"], 4);
+  // White space around a key still replaces the scenario's key (it was "given twice").
+  r = RunTrain("--scenario leak --backend sim --alloc-conf ' limit = 64MiB' --steps 2 --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(Json(r)["alloc_conf"].get<std::string>().find("limit=64MiB"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace fragscope::trainer

@@ -1,7 +1,7 @@
 // fragscope-train: the reference training loop on the fragscope allocator.
 //
 //   fragscope-train --backend cpu --model tiny --batch 32 --steps 20 --trace run.fst
-//   fragscope-train --backend sim --model resnet50 --image-size 224 --batch 256 --alloc-conf capacity=16GiB
+//   fragscope-train --backend sim --model resnet50 --image-size 224 --batch 256 --alloc-conf capacity=24GiB
 //   fragscope-train --scenario fragmentation --backend sim
 //
 // Exit codes: 0 trained, 1 stopped by an OOM (the report says why), 2 bad usage or input.
@@ -97,30 +97,31 @@ int main(int argc, char** argv) {
   TrainOptions options;
   bool json = false;
   int image_size = 0, classes = 0;
-  app.add_option("--backend", backend_text, "cpu, cuda or sim")->check(CLI::IsMember({"cpu", "cuda", "sim"}));
-  app.add_option("--model", options.model.name, "tiny, tiny-nobn, resnet18, resnet50")
+  app.add_option("--backend", backend_text, "cpu, cuda or sim")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda", "sim"}));
+  CLI::Option* model_option = app.add_option("--model", options.model.name, "tiny, tiny-nobn, resnet18, resnet50")->capture_default_str()
       ->check(CLI::IsMember({"tiny", "tiny-nobn", "resnet18", "resnet50"}));
-  app.add_option("--batch", options.batch, "global batch size (split over the devices)")->check(CLI::Range(1, 1 << 20));
+  CLI::Option* batch_option =
+      app.add_option("--batch", options.batch, "global batch size (split over the devices)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   std::vector<int> schedule;
   app.add_option("--batch-schedule", schedule, "batch of each step, cycled (e.g. 8,16,200): batch sizes that vary")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--steps", options.steps, "training steps")->check(CLI::Range(0, 1 << 24));
+  CLI::Option* steps_option = app.add_option("--steps", options.steps, "training steps")->capture_default_str()->check(CLI::Range(0, 1 << 24));
   app.add_option("--image-size", image_size, "square input side (default 32; 224 for ImageNet shapes)")
       ->check(CLI::Range(8, 4096));
   app.add_option("--classes", classes, "classes (default 10, 1000 for inputs above 64)")->check(CLI::Range(2, 1 << 20));
-  app.add_option("--lr", options.lr, "SGD learning rate (finite, > 0)")
+  app.add_option("--lr", options.lr, "SGD learning rate (finite, > 0)")->capture_default_str()
       ->check(RealNumber("a learning rate", "a finite number greater than 0", [](double v) { return v > 0.0; }));
-  app.add_option("--momentum", options.momentum, "SGD momentum (in [0, 1))")
+  app.add_option("--momentum", options.momentum, "SGD momentum (in [0, 1))")->capture_default_str()
       ->check(RealNumber("a momentum", "a number from 0 up to but not including 1",
                          [](double v) { return v >= 0.0 && v < 1.0; }));
-  app.add_option("--weight-decay", options.weight_decay, "SGD weight decay (finite, >= 0)")
+  app.add_option("--weight-decay", options.weight_decay, "SGD weight decay (finite, >= 0)")->capture_default_str()
       ->check(RealNumber("a weight decay", "a finite number of at least 0", [](double v) { return v >= 0.0; }));
-  app.add_option("--seed", options.seed, "seed of the weights and the synthetic data (0 to 2^64-1)")
+  app.add_option("--seed", options.seed, "seed of the weights and the synthetic data (0 to 2^64-1)")->capture_default_str()
       ->check(WholeNumber("a seed"));
   app.add_option("--alloc-conf", conf_text,
                  "allocator configuration (default: $FRAGSCOPE_ALLOC_CONF, else defaults); the "
-                 "backend's backing is added when none is named (host for cpu, sim for sim)");
+                 "backend's backing is added when none is named (host for cpu, sim for sim, cuda for cuda)");
   app.add_option("--trace", options.trace_path, "record every allocator event to this trace file (.fst)");
   app.add_option("--data", options.data_path, "CIFAR-10 binary or MNIST IDX file (or folder); default synthetic");
   app.add_option("--scenario", scenario_name, "run an OOM scenario: capacity, fragmentation, leak")
@@ -151,7 +152,15 @@ int main(int argc, char** argv) {
   if (!scenario_name.empty()) {
     const Scenario* scenario = FindScenario(scenario_name);
     scenario_conf = scenario->alloc_conf;
+    // The flags given next to it replace the scenario's, as --alloc-conf's keys do.
+    const TrainOptions given = options;
     conf = ApplyScenario(*scenario, conf, &options);
+    if (model_option->count() > 0) options.model.name = given.model.name;
+    if (steps_option->count() > 0) options.steps = given.steps;
+    if (batch_option->count() > 0) {
+      options.batch = given.batch;
+      options.batch_schedule.clear();  // one batch for every step, unless --batch-schedule follows
+    }
   }
   if (!schedule.empty()) options.batch_schedule = schedule;
   if (image_size != 0) options.model.image_size = image_size;
@@ -178,7 +187,13 @@ int main(int argc, char** argv) {
     } catch (const ConfigError& e) {
       std::string context;
       if (!scenario_conf.empty()) context += fmt::format("; the scenario {} adds {}", scenario_name, scenario_conf);
-      if (full_conf != conf && std::string_view(e.what()).find("backing") != std::string_view::npos) {
+      // Only where the error is about the backing the backend added ("needs backing sim or host: ...
+      // on backing cuda"), not wherever the word appears ("a backing call").
+      const std::string added = full_conf.substr(0, full_conf.find(','));  // "backing=cuda"
+      const std::string backing = added.substr(added.find('=') + 1);
+      const std::string_view what = e.what();
+      if (full_conf != conf && (e.key() == "backing" || what.find("backing " + backing) != std::string_view::npos ||
+                                what.find(added) != std::string_view::npos)) {
         context += fmt::format("; {} is the {} backend's own, added as none is named",
                                full_conf.substr(0, full_conf.find(',')), backend_text);
       }

@@ -13,7 +13,16 @@ std::vector<std::pair<std::string, std::string>> SplitConf(const std::string& te
     if (end == std::string::npos) end = text.size();
     const std::string item = text.substr(start, end - start);
     const std::size_t eq = item.find('=');
-    if (!item.empty()) pairs.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+    // White space around a key or value is not part of it (ParseAllocConf ignores it too), so " limit"
+    // replaces the scenario's "limit".
+    const auto trim = [](std::string t) {
+      const auto first = t.find_first_not_of(" \t");
+      if (first == std::string::npos) return std::string();
+      return t.substr(first, t.find_last_not_of(" \t") - first + 1);
+    };
+    if (!trim(item).empty()) {
+      pairs.emplace_back(trim(item.substr(0, eq)), eq == std::string::npos ? "" : trim(item.substr(eq + 1)));
+    }
     start = end + 1;
   }
   return pairs;

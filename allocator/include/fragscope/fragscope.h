@@ -140,7 +140,7 @@ FRAGSCOPE_API fragscope_status fragscope_get_stats(const fragscope_allocator* al
 
 /* The report of `device`'s most recent OOM, as several lines of text (summary, numbers,
  * suggestion) or as one JSON object {"device", "request", "rounded", "limit", "reserved",
- * "in_use", "live_requested", "free_in_regions", "largest_free", "headroom", "chunks", "regions",
+ * "in_use", "live_requested", "free_in_regions", "largest_free", "headroom", "chunk_count", "region_count",
  * "cause", "explanation", "suggestion"}. Copies at most `capacity` bytes including the final NUL
  * into `buffer` (which may be NULL when capacity is 0) and sets *needed (may be NULL) to the full
  * size including the NUL. FRAGSCOPE_ERROR_BUFFER_TOO_SMALL when the text was cut,
