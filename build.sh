@@ -78,12 +78,34 @@ case "${1:-help}" in
   run)
     deps
     build release fragscope-train fragscope
+    # The trace goes to build/release/run.fst unless the arguments name one; --help and --json
+    # print the trainer's own output only (--json: one JSON document on stdout, no report after it).
+    trace=build/release/run.fst
+    own_trace=1
+    report=1
+    prev=""
+    for arg in "${@:2}"; do
+      case "$arg" in
+        --trace=*) trace="${arg#--trace=}"; own_trace=0 ;;
+        -h|--help|--json) report=0 ;;
+      esac
+      [ "$prev" = "--trace" ] && { trace="$arg"; own_trace=0; }
+      prev="$arg"
+    done
+    if [ "$own_trace" -eq 1 ]; then
+      rm -f "$trace"  # never report a trace an earlier run left
+      set -- "$1" --trace "$trace" "${@:2}"
+    fi
     log "main job: train the tiny model on the cpu backend and the default allocator policy"
     status=0
-    ./build/release/trainer/fragscope-train --trace build/release/run.fst "${@:2}" || status=$?
+    ./build/release/trainer/fragscope-train "${@:2}" || status=$?
     [ "$status" -le 1 ] || exit "$status"  # 1 is an OOM, which the report explains
-    log "report of the trace it wrote (build/release/run.fst)"
-    ./build/release/inspector/fragscope report build/release/run.fst || [ $? -eq 1 ]
+    if [ "$report" -eq 1 ] && [ -f "$trace" ]; then
+      log "report of the trace it wrote ($trace)"
+      report_status=0
+      ./build/release/inspector/fragscope report "$trace" || report_status=$?
+      [ "$report_status" -le 1 ] || exit "$report_status"  # 2: bad input, not an OOM
+    fi
     exit "$status"
     ;;
   test)

@@ -53,6 +53,15 @@ void BfcAllocator::InitPaging() {
   // where the backing has less to give. The page is the backing's granularity unless the range
   // would need more than kMaxTrackedPages of them.
   const std::uint64_t page = PagingPageBytes(granularity, options_.limit);
+  // Memory comes in whole pages: under a limit of less than one, not one request could be served
+  // (every one would be an OOM that reads like fragmentation). Refused here, by name.
+  if (options_.limit < page) {
+    throw ConfigError("limit", fmt::format("device {}: limit={} is less than one page of the {} backing "
+                                           "({}): a paging allocator could map nothing under it; raise "
+                                           "the limit to at least {}, or use the region model (growth=on)",
+                                           options_.device, FormatBytes(options_.limit),
+                                           ToString(backing_.info().kind), FormatBytes(page), FormatBytes(page)));
+  }
   const std::uint64_t limit_pages = (options_.limit + page - 1) / page * page;
   void* base = nullptr;
   std::uint64_t range = 0;

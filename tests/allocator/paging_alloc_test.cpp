@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/allocator/size.hpp"
 #include "support/capped_backing.hpp"
@@ -189,6 +190,24 @@ TEST(Paging, GcInAReportMeansFreePagesWereGivenBack) {
     EXPECT_EQ(report.suggestion.rfind("raise the limit by 2.00 MiB", 0), 0u) << report.suggestion;
     for (int i = 0; i < 8; i += 2) allocator.Free(blocks[i]);
   }
+}
+
+// Memory comes in whole pages: a limit of less than one page could serve nothing, and is refused
+// when the allocator is made, by name, instead of failing every request as "fragmentation".
+TEST(Paging, ALimitOfLessThanOnePageIsRefused) {
+  try {
+    Make("backing=sim,capacity=1GiB,limit=1MiB");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key(), "limit");
+    EXPECT_NE(std::string(error.what()).find("limit=1.00 MiB is less than one page of the sim backing (2.00 MiB)"),
+              std::string::npos) << error.what();
+  }
+  // The region model has no pages: the same limit serves what fits.
+  auto regions = Make("backing=sim,capacity=1GiB,limit=1MiB,growth=on");
+  void* p = regions->device(0).Allocate(512 * 1024);
+  EXPECT_NE(p, nullptr);
+  regions->device(0).Free(p);
 }
 
 // A device that another process fills: the map call is refused below the limit. Lazy mode first

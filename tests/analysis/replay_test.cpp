@@ -528,6 +528,20 @@ TEST(MinLimit, FindsTheSmallestLimitToTheMiB) {
   }
 }
 
+// Under paging a limit of less than one page is refused when the allocator is made: the search
+// counts it as a limit that does not run the trace, and a small trace's smallest limit is one page.
+TEST(MinLimit, ASmallTraceUnderPagingNeedsOnePage) {
+  const std::vector<Event> events = {Alloc(0, 0x1000, 300 * 1024, 1, 1), Alloc(0, 0x100000, 200 * 1024, 2, 2),
+                                     Free(0, 0x1000, 1, 3), Free(0, 0x100000, 2, 4)};
+  const AllocationSequence sequence = Build({}, events);
+  const MinLimitResult paging = FindMinLimit(sequence, Options(""));
+  ASSERT_TRUE(paging.fits_at_all);
+  EXPECT_EQ(paging.min_limit, 2 * MiB) << "one 2 MiB page holds both";
+  const MinLimitResult regions = FindMinLimit(sequence, Options("growth=on"));
+  ASSERT_TRUE(regions.fits_at_all);
+  EXPECT_EQ(regions.min_limit, MiB) << "the region model has no pages";
+}
+
 TEST(MinLimit, SaysWhenNothingFitsAndRefusesVirtualDevices) {
   QuietOoms quiet;
   const Trace trace = SynthTrace(20000);

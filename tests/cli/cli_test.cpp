@@ -110,7 +110,7 @@ TEST_F(Cli, ATraceWithNoAllocationIsNotReplayed) {
 // Numbers the evidence does not give are null in the JSON, never 0: min-limit when nothing fits,
 // and the reserved figures of evidence that records no reserved memory.
 TEST_F(Cli, UnknownNumbersAreNullInJson) {
-  const Result r = Run({"min-limit", Sample("synth-small.fst"), "--capacity", "1MiB", "--json"});
+  const Result r = Run({"min-limit", Sample("synth-small.fst"), "--capacity", "4MiB", "--json"});
   ASSERT_EQ(r.code, 1) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["fits"], false);

@@ -57,7 +57,16 @@ MinLimitResult FindMinLimit(const AllocationSequence& sequence, const ReplayOpti
     probe.capacity = options.capacity;
     probe.continue_past_oom = false;
     probe.max_diagnoses = 0;  // the answer is yes or no: no snapshots
-    const ReplayResult replay = Replay(sequence, probe);
+    ReplayResult replay;
+    try {
+      replay = Replay(sequence, probe);
+    } catch (const ConfigError& error) {
+      // A limit the policy refuses outright (under paging, less than one page) runs nothing.
+      if (error.key() != "limit") throw;
+      ++result.replays;
+      if (options.progress) options.progress(result.replays, result.replays + steps_left);
+      return false;
+    }
     ++result.replays;
     peak_reserved = 0;
     for (const DeviceReplay& device : replay.devices) {
