@@ -56,10 +56,12 @@ build() {  # build PRESET [TARGET...]
   cuda_path
   log "configuring and building ($preset)"
   cmake --preset "$preset" >/dev/null
+  # Build progress goes to stderr, like the log: stdout is the main job's (one JSON document with
+  # `run --json`).
   if [ $# -gt 0 ]; then
-    cmake --build --preset "$preset" --target "$@"
+    cmake --build --preset "$preset" --target "$@" >&2
   else
-    cmake --build --preset "$preset"
+    cmake --build --preset "$preset" >&2
   fi
 }
 
