@@ -180,17 +180,18 @@ void App::Poll() {
       selection_.colour = ColourMode::kState;
       const auto& devices = document_->model->devices();
       selection_.device = devices.empty() ? 0 : devices.front();
-      // Start where there is something to see: the first OOM, else the last event.
+      // Start where there is something to see: the first OOM, else the last event of the first
+      // device (the last event of the whole trace may be another device's).
       const std::uint64_t n = document_->model->event_count();
       std::uint64_t at = n == 0 ? 0 : n - 1;
-      if (!document_->cursor_index.ooms().empty()) {
-        at = document_->cursor_index.ooms().front();
-        // On the device that ran out of memory there, not on device 0 (issue 17, item 1).
-        if (at < n) selection_.device = document_->model->event(at).device;
-      }
+      while (at > 0 && document_->model->event(at).device != selection_.device) --at;
+      if (!document_->cursor_index.ooms().empty()) at = document_->cursor_index.ooms().front();
       if (options_.at) at = *options_.at;
       options_.at.reset();
       SetCursor(at);
+      // On the device of the event the cursor starts on: the one that ran out of memory there
+      // (issue 17, item 1), or the one --at names.
+      if (n > 0) selection_.device = document_->model->event(selection_.cursor).device;
       AddRecent(document_->path);
       spdlog::info("{}: {} events ({}) loaded in {:.3f} s", document_->path, n, document_->format,
                    document_->load_seconds);
@@ -286,7 +287,12 @@ void App::Apply(CursorAction action) {
     case CursorAction::kNextOom: cursor = index.NextOom(cursor); break;
     case CursorAction::kPrevOom: cursor = index.PrevOom(cursor); break;
   }
-  if (cursor != selection_.cursor) SetCursor(cursor);
+  if (cursor == selection_.cursor) return;
+  SetCursor(cursor);
+  // An OOM is one device's: show that device (the list holds every device's OOMs).
+  if (action == CursorAction::kNextOom || action == CursorAction::kPrevOom) {
+    selection_.device = document_->model->event(selection_.cursor).device;
+  }
 }
 
 void App::HandleKeys() {

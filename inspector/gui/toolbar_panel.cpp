@@ -67,9 +67,10 @@ void ToolbarPanel::DrawStatus(const Document& document, const Selection& selecti
   if (model.event_count() > 0) {
     ImGui::SameLine();
     const traces::Event event = model.event(selection.cursor);
-    ImGui::TextColored(ImVec4(1, 0.9f, 0, 1), "cursor: event %llu, step %llu, %s",
-                       static_cast<unsigned long long>(selection.cursor),
-                       static_cast<unsigned long long>(document.cursor_index.StepsBefore(selection.cursor)),
+    const std::optional<std::uint64_t> step = document.cursor_index.StepAt(selection.cursor);
+    const std::string where_step = step ? fmt::format(", step {}", *step) : std::string();
+    ImGui::TextColored(ImVec4(1, 0.9f, 0, 1), "cursor: event %llu%s, %s",
+                       static_cast<unsigned long long>(selection.cursor), where_step.c_str(),
                        std::string(traces::ToString(event.type)).c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("keys: <- -> event, PgUp/PgDn page, Home/End, [ ] step, o / O next/prev OOM");

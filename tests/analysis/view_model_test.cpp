@@ -157,9 +157,13 @@ TEST(CursorIndex, StepsAndOomsSeekBothWaysAndOomsWrap) {
   EXPECT_EQ(index.NextOom(20), 70u);
   EXPECT_EQ(index.NextOom(70), 20u);  // wraps
   EXPECT_EQ(index.PrevOom(20), 70u);
-  EXPECT_EQ(index.StepsBefore(9), 0u);
-  EXPECT_EQ(index.StepsBefore(50), 2u);
-  EXPECT_EQ(CursorIndex({}, {}).NextOom(5), 5u);
+  EXPECT_EQ(index.StepAt(9), std::nullopt);
+  EXPECT_EQ(index.StepAt(50), std::optional<std::uint64_t>(1));  // numbered 0, 1, 2 in order
+  // Numbered by their markers: a step's number is its own, whatever came before.
+  const CursorIndex numbered(std::vector<std::pair<std::uint64_t, std::uint64_t>>{{40, 3}, {10, 2}}, {});
+  EXPECT_EQ(numbered.StepAt(39), std::optional<std::uint64_t>(2));
+  EXPECT_EQ(numbered.StepAt(40), std::optional<std::uint64_t>(3));
+  EXPECT_EQ(CursorIndex(std::vector<std::uint64_t>{}, {}).NextOom(5), 5u);
 }
 
 TEST(CursorIndex, MoveCursorClamps) {
@@ -255,6 +259,38 @@ TEST(CursorIndex, FromModelFindsStepBeginsAndOoms) {
   EXPECT_EQ(index.steps(), (std::vector<std::uint64_t>{1, 6}));
   EXPECT_EQ(index.ooms(), (std::vector<std::uint64_t>{5}));
   EXPECT_EQ(index.NextOom(0), 5u);
+  EXPECT_EQ(index.StepAt(0), std::nullopt);
+  EXPECT_EQ(index.StepAt(2), std::optional<std::uint64_t>(0));
+  EXPECT_EQ(index.StepAt(6), std::optional<std::uint64_t>(1));
+}
+
+// Two devices of a data-parallel run each mark every step: one step per number, known by the
+// number its marker gives (counting every device's markers once read "step 8" at step 3).
+TEST(CursorIndex, StepsOfSeveralDevicesAreNumberedByTheirMarkers) {
+  std::vector<Event> events;
+  for (const auto& [device, tag] : std::vector<std::pair<std::uint32_t, traces::TagId>>{{0, 1}, {1, 1}, {0, 2}, {1, 2}}) {
+    Event marker{EventType::kMarker};
+    marker.device = device;
+    marker.tag = tag;
+    marker.seq = events.size();
+    marker.time_ns = 1000 + 10 * events.size();
+    events.push_back(marker);
+  }
+  bool given = false;
+  BlockSource source = [&](std::vector<Event>* out) {
+    if (given) return false;
+    *out = events;
+    given = true;
+    return true;
+  };
+  const std::vector<std::string> tags = {"step 3 begin", "step 4 begin"};
+  TimelineOptions options;
+  options.tags = &tags;
+  const auto model = TimelineModel::Build({}, source, options);
+  const CursorIndex index = CursorIndex::FromModel(*model, {});
+  EXPECT_EQ(index.steps(), (std::vector<std::uint64_t>{0, 2}));
+  EXPECT_EQ(index.StepAt(1), std::optional<std::uint64_t>(3));
+  EXPECT_EQ(index.StepAt(3), std::optional<std::uint64_t>(4));
 }
 
 TEST(TimeAxis, ColumnsByTimeAndRanges) {

@@ -157,17 +157,57 @@ CursorIndex::CursorIndex(std::vector<std::uint64_t> steps, std::vector<std::uint
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }
+  for (std::uint64_t i = 0; i < steps_.size(); ++i) step_numbers_.push_back(i);
 }
 
+CursorIndex::CursorIndex(std::vector<std::pair<std::uint64_t, std::uint64_t>> numbered_steps,
+                         std::vector<std::uint64_t> ooms)
+    : CursorIndex(std::vector<std::uint64_t>{}, std::move(ooms)) {
+  std::sort(numbered_steps.begin(), numbered_steps.end());
+  for (const auto& [event, number] : numbered_steps) {
+    if (!steps_.empty() && steps_.back() == event) continue;
+    steps_.push_back(event);
+    step_numbers_.push_back(number);
+  }
+}
+
+namespace {
+
+// N of "step N ..." (after "step" and white space); empty when no number follows.
+std::optional<std::uint64_t> StepNumber(std::string_view name) {
+  std::size_t p = 4;  // after "step"
+  while (p < name.size() && name[p] == ' ') ++p;
+  std::uint64_t n = 0;
+  const std::size_t digits = p;
+  while (p < name.size() && name[p] >= '0' && name[p] <= '9' && p - digits < 18) n = n * 10 + (name[p++] - '0');
+  if (p == digits) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
 CursorIndex CursorIndex::FromModel(const TimelineModel& model, const std::vector<std::uint64_t>& oom_events) {
-  std::vector<std::uint64_t> begins, any;
+  // Every device of a data-parallel run marks each step: a step is where its first begin is, and
+  // is known by the number its marker gives (counting markers made step 3 on two devices "step 8").
+  std::vector<std::pair<std::uint64_t, std::optional<std::uint64_t>>> begins, any;
   for (const Marker& marker : model.markers()) {
     const std::string name = Lower(marker.name);
     if (name.rfind("step", 0) != 0) continue;
-    any.push_back(marker.event_index);
-    if (name.find("begin") != std::string::npos) begins.push_back(marker.event_index);
+    any.emplace_back(marker.event_index, StepNumber(name));
+    if (name.find("begin") != std::string::npos) begins.emplace_back(marker.event_index, StepNumber(name));
   }
-  return CursorIndex(begins.empty() ? std::move(any) : std::move(begins), oom_events);
+  auto& chosen = begins.empty() ? any : begins;
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> numbered;
+  std::vector<std::uint64_t> seen;
+  for (const auto& [event, number] : chosen) {
+    // Unnumbered markers count in order; a number met again (another device's) is the same step.
+    const std::uint64_t n = number.value_or(numbered.size());
+    if (number && std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
+    seen.push_back(n);
+    numbered.emplace_back(event, n);
+  }
+  return CursorIndex(std::move(numbered), oom_events);
 }
 
 std::uint64_t CursorIndex::NextStep(std::uint64_t from) const {
@@ -192,8 +232,10 @@ std::uint64_t CursorIndex::PrevOom(std::uint64_t from) const {
   return it == ooms_.begin() ? ooms_.back() : *(it - 1);
 }
 
-std::uint64_t CursorIndex::StepsBefore(std::uint64_t event) const {
-  return static_cast<std::uint64_t>(std::upper_bound(steps_.begin(), steps_.end(), event) - steps_.begin());
+std::optional<std::uint64_t> CursorIndex::StepAt(std::uint64_t event) const {
+  const auto after = std::upper_bound(steps_.begin(), steps_.end(), event);
+  if (after == steps_.begin()) return std::nullopt;
+  return step_numbers_[static_cast<std::size_t>(after - steps_.begin() - 1)];
 }
 
 std::uint64_t MoveCursor(std::uint64_t cursor, std::int64_t delta, std::uint64_t count) {

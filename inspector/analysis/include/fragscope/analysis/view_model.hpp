@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,7 +72,10 @@ std::vector<SizeBucket> FreeSizeHistogram(const MemoryState& state);
 class CursorIndex {
  public:
   CursorIndex() = default;
+  // Steps numbered 0, 1, 2, ... in event order.
   CursorIndex(std::vector<std::uint64_t> steps, std::vector<std::uint64_t> ooms);
+  // Steps as (event index, the step's own number), e.g. from "step 3 begin" markers.
+  CursorIndex(std::vector<std::pair<std::uint64_t, std::uint64_t>> numbered_steps, std::vector<std::uint64_t> ooms);
   static CursorIndex FromModel(const TimelineModel& model, const std::vector<std::uint64_t>& oom_events);
 
   // The first step / OOM strictly after `from`, or `from` when there is none.
@@ -79,13 +83,15 @@ class CursorIndex {
   std::uint64_t PrevStep(std::uint64_t from) const;  // strictly before
   std::uint64_t NextOom(std::uint64_t from) const;   // wraps to the first OOM after the last
   std::uint64_t PrevOom(std::uint64_t from) const;
-  // Number of step begins at or before `event` (1 in step 0's body; 0 before any step).
-  std::uint64_t StepsBefore(std::uint64_t event) const;
+  // The number of the step whose begin is the last one at or before `event` ("step 3 begin" makes
+  // 3); empty before the first step.
+  std::optional<std::uint64_t> StepAt(std::uint64_t event) const;
   const std::vector<std::uint64_t>& steps() const { return steps_; }
   const std::vector<std::uint64_t>& ooms() const { return ooms_; }
 
  private:
   std::vector<std::uint64_t> steps_, ooms_;
+  std::vector<std::uint64_t> step_numbers_;  // parallel to steps_
 };
 
 // A cursor move by keys, clamped to [0, count): events ±1, pages ±page, Home/End.
