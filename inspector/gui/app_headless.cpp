@@ -104,7 +104,9 @@ int App::RunScreenshot(const std::string& png) {
     std::fprintf(stderr, "error: minimal limit: %s\n", failed.c_str());
     return 2;
   }
-  if (options_.panel == "compare" && document_ != nullptr && !compare_.has_result()) {
+  // A state or an error message has nothing to replay: compare says so and that is no failure.
+  const bool replayable = document_ != nullptr && document_->model->header().kind == traces::EvidenceKind::kHistory;
+  if (options_.panel == "compare" && replayable && !compare_.has_result()) {
     std::fprintf(stderr, "error: the compare view's replays failed (the reason is drawn in %s)\n", png.c_str());
     return 2;
   }

@@ -49,6 +49,11 @@ TEST(Inspector, CompareKeepsTheRecordedLimitAndRefusesAState) {
   state->compare().Start(*state->document());
   EXPECT_FALSE(state->compare().running());
   EXPECT_NE(state->compare().error().find("a state is one moment"), std::string::npos) << state->compare().error();
+  // Headless, that is what compare says of a state, not a failure: the screenshot run exits 0.
+  const std::string png = (std::filesystem::temp_directory_path() / "fragscope_state_compare.png").string();
+  EXPECT_EQ(state->RunScreenshot(png), 0);
+  EXPECT_TRUE(std::filesystem::exists(png));
+  std::filesystem::remove(png);
 }
 
 // Issue 17, item 4: with a long path the "compare..." button fell off the top bar (7 of 8 real files
