@@ -39,6 +39,9 @@ std::string ForFont(const std::string& text) {
   return out;
 }
 
+// As `fragscope report` quotes a message: its start, enough to recognize it.
+constexpr std::size_t kQuotedChars = 300;
+
 void Wrapped(const char* prefix, const std::string& text) {
   ImGui::TextWrapped("%s%s", prefix, ForFont(text).c_str());
 }
@@ -56,6 +59,30 @@ void OomPanel::DrawMessages(const Document& document) {
     ImGui::TextWrapped("Cause: %s", std::string(traces::ToString(diagnosis.cause)).c_str());
     ImGui::PopStyleColor();
     Wrapped("", diagnosis.explanation);
+    // The message as printed and the numbers read from it, so that the arithmetic's letters (R, T,
+    // F, A, Rv, ...) are defined here as they are in `fragscope report`.
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+    const std::string quoted = message.text.size() > kQuotedChars ? message.text.substr(0, kQuotedChars) + "..."
+                                                                  : message.text;
+    Wrapped("\"", quoted + "\"");
+    ImGui::PopStyleColor();
+    if (!diagnosis.numbers.empty() &&
+        ImGui::BeginTable("numbers", 4, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+      for (const char* header : {"number", "bytes", "printed", "what"}) ImGui::TableSetupColumn(header);
+      ImGui::TableHeadersRow();
+      for (const analysis::MessageNumber& n : diagnosis.numbers) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(n.symbol.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(traces::FormatBytes(n.bytes).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(n.printed.empty() ? "(derived)" : ForFont(n.printed).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(ForFont(n.name).c_str());
+      }
+      ImGui::EndTable();
+    }
     for (const std::string& line : diagnosis.arithmetic) {
       ImGui::Bullet();
       Wrapped("", line);
