@@ -67,7 +67,9 @@ void TimelinePanel::DrawMarkers(const Document& document, const Selection& selec
   auto at = std::lower_bound(annotations_.begin(), annotations_.end(), first, before_event);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float line_h = ImGui::GetTextLineHeight();
-  float label_end = -1;  // right edge of the last name written
+  // Right edge of the last name written. The top grid line's value label sits in the same row at
+  // the left: names start after it.
+  float label_end = x0 + 4 + ImGui::CalcTextSize(FormatBytes(y_max_ / 4 * 4).c_str()).x;
   int last_column = -1;
   constexpr int kNamesPerColumn = 4;  // names kept per column for the tooltip
   int names_in_column = 0;
@@ -373,7 +375,12 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     const int step = plot_h / 4 >= line_h + 2 ? 1 : plot_h / 2 >= line_h + 2 ? 2 : 4;
     for (int q = step; q <= 4; q += step) {
       const std::uint64_t v = y_max_ / 4 * static_cast<std::uint64_t>(q);
-      draw->AddText(ImVec2(x0 + 4, y_of(v) + 1), IM_COL32(170, 170, 180, 255), FormatBytes(v).c_str());
+      const std::string text = FormatBytes(v);
+      const ImVec2 at(x0 + 4, y_of(v) + 1);
+      // A dark box behind the value: the curves cross the labels otherwise.
+      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      draw->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + size.x + 2, at.y + size.y), IM_COL32(20, 20, 24, 210));
+      draw->AddText(at, IM_COL32(170, 170, 180, 255), text.c_str());
     }
     if (plot_h >= 2 * line_h + 4) draw->AddText(ImVec2(x0 + 4, y1 - line_h - 1), IM_COL32(170, 170, 180, 255), "0");
   }
