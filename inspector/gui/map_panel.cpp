@@ -108,6 +108,12 @@ void MemoryMapPanel::DrawSelected(const Document& document, Selection& selection
 
 void MemoryMapPanel::Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
                           std::uint64_t state_version, float height) {
+  if (!document.messages.empty()) {
+    // An error message has numbers, no layout: an empty map would read like an empty device.
+    ImGui::TextWrapped("An error message has no memory layout to draw: its numbers and their arithmetic are "
+                       "in the out-of-memory panel.");
+    return;
+  }
   std::uint64_t holes = 0;
   for (const auto& region : state.regions) holes += region.holes.size();
   // Wrapped: in a compare side (half the width) the line did not fit and lost its end (issue 17, item 3).
