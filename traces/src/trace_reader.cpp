@@ -116,7 +116,9 @@ TraceError::TraceError(std::string path, std::uint64_t offset, const std::string
     : std::runtime_error(ComposeMessage(path, offset, message)), path_(std::move(path)), offset_(offset) {}
 
 TraceError::TraceError(std::string path, const std::string& message)
-    : std::runtime_error(fmt::format("{}: {}", path, message)), path_(std::move(path)), offset_(0) {}
+    : std::runtime_error(message.rfind(path + ": ", 0) == 0 ? message : fmt::format("{}: {}", path, message)),
+      path_(std::move(path)),
+      offset_(0) {}
 
 std::string TooManyEventsMessage(std::uint64_t events, const std::string& what, std::uint64_t file_bytes,
                                  std::uint64_t events_per_byte, const ReadLimits& limits) {

@@ -128,6 +128,10 @@ TraceWriter::Impl::Impl(const std::string& path, const TraceHeader& header, cons
   try {
     file_ = std::make_unique<AtomicFile>(path, options.inputs);
     WriteBytes(bytes);
+  } catch (const OutputError& e) {
+    // About the file as a whole (its folder, its permissions): no byte offset means anything.
+    file_.reset();
+    throw TraceError(path, e.what());
   } catch (const std::exception& e) {
     file_.reset();
     throw TraceError(path, 0, e.what());

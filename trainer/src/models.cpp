@@ -17,7 +17,7 @@ void ConvBn(Device& dev, Sequential& seq, const std::string& prefix, const std::
 }
 
 std::unique_ptr<Sequential> Tiny(Device& dev, const ModelSpec& spec, bool batch_norm) {
-  if (spec.image_size % 4 != 0) throw std::invalid_argument("tiny needs an image size divisible by 4");
+  if (spec.image_size % 4 != 0) throw std::invalid_argument(fmt::format("--image-size {}: tiny needs an image size divisible by 4", spec.image_size));
   auto net = std::make_unique<Sequential>("tiny");
   int cin = spec.channels;
   const int widths[2] = {16, 32};
@@ -122,7 +122,7 @@ std::unique_ptr<Model> BuildModel(Device& dev, const ModelSpec& spec, std::uint6
     net = Tiny(dev, spec, false);
   } else if (spec.name == "resnet18" || spec.name == "resnet50") {
     if (spec.image_size < 32 || spec.image_size % 32 != 0) {
-      throw std::invalid_argument(fmt::format("{} needs an image size that is a multiple of 32", spec.name));
+      throw std::invalid_argument(fmt::format("--image-size {}: {} needs an image size that is a multiple of 32", spec.image_size, spec.name));
     }
     net = ResNet(dev, spec, spec.name == "resnet50");
   } else {
