@@ -137,7 +137,16 @@ TEST(TrainCli, SgdNumbersAndTheSeedAreChecked) {
   for (const auto& [args, message] : bad) {
     const Result r = RunTrain(std::string(args) + " --backend sim --steps 0");
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
-    EXPECT_EQ(r.out.rfind(message, 0), 0u) << args << ": " << r.out;  // the first line
+    EXPECT_EQ(r.out.rfind(std::string("error: ") + message, 0), 0u) << args << ": " << r.out;  // the first line
+  }
+  // Whole numbers say what they are, not only their range.
+  for (const auto& [args, message] : std::vector<std::pair<const char*, const char*>>{
+           {"--batch abc", "error: --batch: 'abc' is not a batch size: expected a whole number from 1 to 1048576"},
+           {"--steps 1.5", "error: --steps: '1.5' is not a step count"},
+           {"--batch-schedule 8,x", "error: --batch-schedule: 'x' is not a batch size"}}) {
+    const Result r = RunTrain(std::string(args) + " --backend sim");
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_EQ(r.out.rfind(message, 0), 0u) << args << ": " << r.out;
   }
   for (const char* args : {"--lr 0.1 --momentum 0 --weight-decay 0 --seed 0",
                            "--momentum 0.99 --seed 18446744073709551615"}) {

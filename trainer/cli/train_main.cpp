@@ -61,6 +61,22 @@ CLI::Validator RealNumber(std::string what, std::string expected, bool (*in_rang
       expected);
 }
 
+// A whole number in [lo, hi], with a message that says what the flag is ("'abc' is not a batch
+// size"): CLI11's range check alone read "Value abc not in range 1 to 1048576".
+CLI::Validator WholeNumberIn(std::string what, std::int64_t lo, std::int64_t hi) {
+  return CLI::Validator(
+      [what, lo, hi](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        const char* last = text.data() + text.size();
+        const auto [end, ec] = std::from_chars(text.data(), last, value);
+        if (text.empty() || ec != std::errc() || end != last || value < lo || value > hi) {
+          return fmt::format("'{}' is not {}: expected a whole number from {} to {}", text, what, lo, hi);
+        }
+        return "";
+      },
+      fmt::format("{} to {}", lo, hi));
+}
+
 CLI::Validator WholeNumber(std::string what) {
   return CLI::Validator(
       [what](std::string& text) -> std::string {
@@ -93,6 +109,10 @@ int main(int argc, char** argv) {
                "recording the allocations to a trace. Exit codes: 0 trained, 1 stopped by an "
                "out-of-memory (the report says why), 2 bad usage or input.\n\nScenarios:" + ScenarioList(),
                "fragscope-train"};
+  // Usage errors in the form of the program's own: "error: ...".
+  app.failure_message([](const CLI::App*, const CLI::Error& error) {
+    return fmt::format("error: {}\nRun with --help for more information.\n", error.what());
+  });
   std::string backend_text = "cpu", conf_text, scenario_name;
   TrainOptions options;
   bool json = false;
@@ -101,15 +121,15 @@ int main(int argc, char** argv) {
   CLI::Option* model_option = app.add_option("--model", options.model.name, "tiny, tiny-nobn, resnet18, resnet50")->capture_default_str()
       ->check(CLI::IsMember({"tiny", "tiny-nobn", "resnet18", "resnet50"}));
   CLI::Option* batch_option =
-      app.add_option("--batch", options.batch, "global batch size (split over the devices)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+      app.add_option("--batch", options.batch, "global batch size (split over the devices)")->capture_default_str()->check(WholeNumberIn("a batch size", 1, 1 << 20));
   std::vector<int> schedule;
   app.add_option("--batch-schedule", schedule, "batch of each step, cycled (e.g. 8,16,200): batch sizes that vary")
       ->delimiter(',')
-      ->check(CLI::Range(1, 1 << 20));
-  CLI::Option* steps_option = app.add_option("--steps", options.steps, "training steps")->capture_default_str()->check(CLI::Range(0, 1 << 24));
+      ->check(WholeNumberIn("a batch size", 1, 1 << 20));
+  CLI::Option* steps_option = app.add_option("--steps", options.steps, "training steps")->capture_default_str()->check(WholeNumberIn("a step count", 0, 1 << 24));
   app.add_option("--image-size", image_size, "square input side (default 32; 224 for ImageNet shapes)")
-      ->check(CLI::Range(8, 4096));
-  app.add_option("--classes", classes, "classes (default 10, 1000 for inputs above 64)")->check(CLI::Range(2, 1 << 20));
+      ->check(WholeNumberIn("an image size", 8, 4096));
+  app.add_option("--classes", classes, "classes (default 10, 1000 for inputs above 64)")->check(WholeNumberIn("a class count", 2, 1 << 20));
   app.add_option("--lr", options.lr, "SGD learning rate (finite, > 0)")->capture_default_str()
       ->check(RealNumber("a learning rate", "a finite number greater than 0", [](double v) { return v > 0.0; }));
   app.add_option("--momentum", options.momentum, "SGD momentum (in [0, 1))")->capture_default_str()
