@@ -31,7 +31,9 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
   } else {
     std::uint64_t top = 1;
     for (const auto& b : buckets_) top = std::max(top, by_bytes_ ? b.bytes : b.count);
-    const float label_h = 16;
+    // Sized by the font, so that --scale keeps the labels off the bars.
+    const float label_h = ImGui::GetTextLineHeight() + 2;
+    const float label_gap = ImGui::GetFontSize() / 2;
     const float bar_w = width / static_cast<float>(buckets_.size());
     float label_free_from = x0;  // labels are written left to right where the previous one ended
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
@@ -47,11 +49,15 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
       // stride ran "256.00 KiB1.00 MiB" together), and inside the canvas.
       const std::string label = FormatBytes(buckets_[k].lower == 0 ? 256 : buckets_[k].lower);
       const float text_w = ImGui::CalcTextSize(label.c_str()).x;
-      if (bx + 1 >= label_free_from && bx + 1 + text_w <= x0 + width) {
-        draw->AddText(ImVec2(bx + 1, base + 1), IM_COL32(180, 180, 180, 255), label.c_str());
-        label_rects_.push_back({static_cast<int>(bx + 1), static_cast<int>(base + 1),
-                                static_cast<int>(std::ceil(bx + 1 + text_w)), static_cast<int>(base + label_h)});
-        label_free_from = bx + 1 + text_w + 8;
+      // The last bar's label ends at the canvas's edge when it cannot start at its bar: the largest
+      // class is the one most often asked about.
+      float lx = bx + 1;
+      if (lx + text_w > x0 + width && k + 1 == buckets_.size()) lx = x0 + width - text_w;
+      if (lx >= label_free_from && lx + text_w <= x0 + width) {
+        draw->AddText(ImVec2(lx, base + 1), IM_COL32(180, 180, 180, 255), label.c_str());
+        label_rects_.push_back({static_cast<int>(lx), static_cast<int>(base + 1),
+                                static_cast<int>(std::ceil(lx + text_w)), static_cast<int>(base + label_h)});
+        label_free_from = lx + text_w + label_gap;
       }
       if (ImGui::IsMouseHoveringRect(ImVec2(bx, y0), ImVec2(bx + bar_w, y0 + height))) {
         ImGui::BeginTooltip();
