@@ -373,7 +373,11 @@ void App::DrawUi() {
     ImVec2 pos, size;
   };
   const bool only = !options_.panel.empty();
-  const float th = std::floor(h * 0.32f), mh = std::floor(h * 0.30f), lw = std::floor(w * 0.62f);
+  // The timeline pane: a third of the height, but at a large --scale in a small window its legend,
+  // minimap and axis grow while the third does not, and the plot shrank to a few rows: it gets up
+  // to half the height then (200 px at scale 1, scaled).
+  const float th = std::floor(std::max(h * 0.32f, std::min(h * 0.5f, 200 * scale_)));
+  const float mh = std::floor(h * 0.30f), lw = std::floor(w * 0.62f);
   auto place = [&](const char* name, ImVec2 pos, ImVec2 extent) {
     if (only) {
       ImGui::SetNextWindowPos(ImVec2(0, top), ImGuiCond_Always);
