@@ -37,7 +37,7 @@ std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf,
   if (limits.empty()) {
     const std::uint64_t limit = conf.limit.value_or(available);
     if (limit > available) {
-      throw ConfigError("limit", fmt::format("limit={} exceeds what the {} device has: {}",
+      throw ConfigError("limit", fmt::format("limit={} exceeds what the device ({}) has: {}",
                                              FormatSizeExact(limit), info.device_name, fits));
     }
     limits.push_back(limit);
@@ -47,7 +47,7 @@ std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf,
     for (const std::uint64_t limit : limits) total = total ? traces::CheckedAdd(*total, limit) : total;
     if (!total || *total > available) {
       throw ConfigError("virtual_devices",
-                        fmt::format("virtual devices need {} in all, more than the {} device has: {}",
+                        fmt::format("virtual devices need {} in all, more than the device ({}) has: {}",
                                     total ? FormatBytes(*total) : std::string("more than 16 EiB"),
                                     info.device_name, fits));
     }
@@ -69,8 +69,10 @@ std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf,
       const auto bytes = static_cast<std::uint64_t>(std::floor(conf.preallocate * static_cast<double>(base)));
       preallocate_bytes = std::min(bytes, limits[i]);
     }
-    const PolicyContext context{*system->backing_, system->conf_, static_cast<std::uint32_t>(i), limits[i],
-                                preallocate_bytes};
+    // A device is named by the CUDA ordinal it runs on (device=N), so that a trace of GPU 3 says
+    // device 3; virtual devices are numbered 0, 1, ... as the configuration lists them.
+    const auto index = static_cast<std::uint32_t>(conf.virtual_devices.empty() ? static_cast<std::size_t>(conf.device) : i);
+    const PolicyContext context{*system->backing_, system->conf_, index, limits[i], preallocate_bytes};
     system->devices_.push_back(policy.create(context));
   }
   return system;
