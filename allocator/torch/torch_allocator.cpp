@@ -7,9 +7,17 @@
 // One MemorySystem per device, created on the device's first request from FRAGSCOPE_ALLOC_CONF
 // (device=N set to the requesting device), thread-safe. With FRAGSCOPE_TRACE=path every event is
 // recorded: device 0 to `path`, device N > 0 to `path` with ".devN" before the extension; the
-// traces are flushed and closed at exit. On OOM the report is logged to stderr and nullptr
-// returned, which PyTorch turns into torch.OutOfMemoryError. Nothing is ever destroyed: PyTorch
-// may free tensors during interpreter teardown, after static destructors would have run.
+// traces are flushed and closed at exit. Nothing is ever destroyed: PyTorch may free tensors during
+// interpreter teardown, after static destructors would have run.
+//
+// A request that cannot be served throws (TorchAllocationError, a std::runtime_error carrying
+// fragscope's OOM report or the reason): PyTorch does not check the pointer its allocate function
+// returns, so a nullptr would become a tensor with no memory and a fault later; an exception
+// reaches Python as a RuntimeError with the report in it. A bad free cannot throw (PyTorch calls it
+// from a deleter): it is logged to stderr and ignored.
+//
+// Streams: one pool per device serves every stream, so a block freed on one stream is made safe for
+// another on the GPU (StreamFences, Backing::OrderStreams) before it is handed out.
 //
 // Extras for ctypes users: fragscope_torch_mark(device, name) records a marker,
 // fragscope_torch_flush() writes buffered events to disk.
@@ -21,12 +29,14 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/memory_system.hpp"
+#include "fragscope/allocator/stream_fences.hpp"
 #include "fragscope/traces/trace_reader.hpp"
 #include "fragscope/traces/trace_writer.hpp"
 
@@ -39,6 +49,14 @@ constexpr int kMaxDevices = 64;
 struct DeviceState {
   std::unique_ptr<fragscope::MemorySystem> system;
   std::unique_ptr<fragscope::traces::TraceWriter> trace;
+  fragscope::StreamFences fences;
+  bool orders_streams = false;  // the backing is a GPU's: frees on one stream fence the others
+};
+
+// What fragscope_torch_malloc throws when it cannot serve a request.
+class TorchAllocationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct Global {
@@ -92,6 +110,7 @@ DeviceState* Create(int device) {  // g.mutex held
   conf.device = device;
   auto state = std::make_unique<DeviceState>();
   state->system = fragscope::MemorySystem::Create(conf);
+  state->orders_streams = state->system->backing().orders_streams();
   if (state->system->device_count() > 1) {
     Log("virtual_devices is ignored by the PyTorch allocator: each device uses its first "
         "virtual device");
@@ -112,10 +131,11 @@ DeviceState* Create(int device) {  // g.mutex held
   return state.release();
 }
 
-// The allocator of `device`, created on first use; nullptr (logged) when it cannot be.
-fragscope::DeviceAllocator* Allocator(int device) {
+// The state of `device`, created on first use. nullptr when it cannot be, with `why` set (and the
+// creation failure logged once: it is not retried).
+DeviceState* State(int device, std::string* why) {
   if (device < 0 || device >= kMaxDevices) {
-    Log(fmt::format("device {} is out of range (0..{})", device, kMaxDevices - 1));
+    *why = fmt::format("device {} is out of range (0..{})", device, kMaxDevices - 1);
     return nullptr;
   }
   Global& g = G();
@@ -125,21 +145,25 @@ fragscope::DeviceAllocator* Allocator(int device) {
     auto& slot = g.devices[static_cast<std::size_t>(device)];
     state = slot.load(std::memory_order_acquire);
     if (state == nullptr) {
-      if (g.failed[static_cast<std::size_t>(device)]) return nullptr;
+      const char* conf = std::getenv(fragscope::kAllocConfEnv);
+      const std::string failed = fmt::format("cannot create the allocator of device {} (FRAGSCOPE_ALLOC_CONF={})",
+                                             device, conf == nullptr ? "unset" : conf);
+      if (g.failed[static_cast<std::size_t>(device)]) {
+        *why = failed + ": see the first error";
+        return nullptr;
+      }
       try {
         state = Create(device);
       } catch (const std::exception& error) {
         g.failed[static_cast<std::size_t>(device)] = true;
-        Log(fmt::format("cannot create the allocator of device {} (FRAGSCOPE_ALLOC_CONF={}): {}",
-                        device, std::getenv(fragscope::kAllocConfEnv) == nullptr
-                                    ? "unset" : std::getenv(fragscope::kAllocConfEnv),
-                        error.what()));
+        *why = fmt::format("{}: {}", failed, error.what());
+        Log(*why);
         return nullptr;
       }
       slot.store(state, std::memory_order_release);
     }
   }
-  return &state->system->device(0);
+  return state;
 }
 
 }  // namespace
@@ -148,33 +172,52 @@ extern "C" {
 
 __attribute__((visibility("default"))) void* fragscope_torch_malloc(ssize_t size, int device,
                                                                     CUstream_st* stream) {
+  if (size < 0) throw TorchAllocationError(fmt::format("fragscope: malloc of a negative size ({}) refused", size));
+  std::string why;
+  DeviceState* state = State(device, &why);
+  if (state == nullptr) throw TorchAllocationError("fragscope: " + why);
+  fragscope::AllocOptions options;
+  options.stream = reinterpret_cast<std::uintptr_t>(stream);
+  fragscope::OomReport report;
+  void* ptr = nullptr;
   try {
-    fragscope::DeviceAllocator* allocator = Allocator(device);
-    if (allocator == nullptr) return nullptr;
-    if (size < 0) {
-      Log(fmt::format("malloc of a negative size ({}) refused", size));
-      return nullptr;
-    }
-    fragscope::AllocOptions options;
-    options.stream = reinterpret_cast<std::uintptr_t>(stream);
-    fragscope::OomReport report;
-    void* ptr = allocator->TryAllocate(static_cast<std::uint64_t>(size), options, &report);
-    if (ptr == nullptr) Log(report.Describe());
-    return ptr;
-  } catch (const std::exception& error) {
-    Log(fmt::format("malloc of {} bytes on device {}: {}", size, device, error.what()));
-    return nullptr;
+    ptr = state->system->device(0).TryAllocate(static_cast<std::uint64_t>(size), options, &report);
+  } catch (const std::exception& error) {  // a backing failure other than lack of memory
+    throw TorchAllocationError(fmt::format("fragscope: malloc of {} bytes on device {}: {}", size, device, error.what()));
   }
+  // The same words PyTorch's own allocator starts with, so that code looking for them finds them.
+  if (ptr == nullptr) throw TorchAllocationError("CUDA out of memory (fragscope). " + report.Describe());
+  if (state->orders_streams) {
+    try {
+      state->fences.BeforeUse(options.stream, [&](std::uint64_t waiting, std::uint64_t freed_on) {
+        state->system->backing().OrderStreams(waiting, freed_on);
+      });
+    } catch (const std::exception& error) {
+      state->system->device(0).Free(ptr);
+      throw TorchAllocationError(fmt::format("fragscope: ordering streams for {} bytes on device {}: {}",
+                                             size, device, error.what()));
+    }
+  }
+  return ptr;
 }
 
 __attribute__((visibility("default"))) void fragscope_torch_free(void* ptr, ssize_t /*size*/,
-                                                                 int device,
-                                                                 CUstream_st* /*stream*/) {
+                                                                 int device, CUstream_st* stream) {
   if (ptr == nullptr) return;
   try {
-    fragscope::DeviceAllocator* allocator = Allocator(device);
-    if (allocator == nullptr) return;
-    allocator->Free(ptr);
+    // Looked up, never created: a device that never allocated owns no pointer.
+    DeviceState* state = device >= 0 && device < kMaxDevices
+                             ? G().devices[static_cast<std::size_t>(device)].load(std::memory_order_acquire)
+                             : nullptr;
+    if (state == nullptr) {
+      Log(fmt::format("free of {} on device {} ignored: fragscope allocated nothing on that device", ptr, device));
+      return;
+    }
+    // Before the block can be handed out again (StreamFences).
+    if (state->orders_streams) state->fences.Freed(reinterpret_cast<std::uintptr_t>(stream));
+    state->system->device(0).Free(ptr);
+  } catch (const fragscope::InvalidFree& error) {
+    Log(error.what());  // names the device and the pointer
   } catch (const std::exception& error) {
     Log(fmt::format("free of {} on device {}: {}", ptr, device, error.what()));
   }
@@ -183,9 +226,13 @@ __attribute__((visibility("default"))) void fragscope_torch_free(void* ptr, ssiz
 __attribute__((visibility("default"))) int fragscope_torch_mark(int device, const char* name) {
   if (name == nullptr) return 1;
   try {
-    fragscope::DeviceAllocator* allocator = Allocator(device);
-    if (allocator == nullptr) return 1;
-    allocator->Mark(name);
+    std::string why;
+    DeviceState* state = State(device, &why);
+    if (state == nullptr) {
+      Log(fmt::format("marker on device {}: {}", device, why));
+      return 1;
+    }
+    state->system->device(0).Mark(name);
     return 0;
   } catch (const std::exception& error) {
     Log(fmt::format("marker on device {}: {}", device, error.what()));

@@ -3,13 +3,18 @@
 // (the traces are flushed by the library's exit hook). Run by torch_shim_test.
 //
 //   torch_shim_child LIB normal   allocations on devices 0 and 1, a marker, an OOM, a bad free
-//   torch_shim_child LIB badconf  FRAGSCOPE_ALLOC_CONF is wrong: every malloc returns nullptr
+//   torch_shim_child LIB badconf  FRAGSCOPE_ALLOC_CONF is wrong: every malloc throws
+//
+// A malloc that cannot be served throws (PyTorch does not check the pointer; an exception reaches
+// Python as a RuntimeError): the child prints each exception's message to stderr as
+// "caught: <what>" for the test to read.
 #include <dlfcn.h>
 #include <sys/types.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +31,18 @@ using MarkFn = int (*)(int device, const char* name);
       return 1;                                                         \
     }                                                                   \
   } while (0)
+
+// Calls fn(); true when it threw a std::exception (whose message is printed "caught: ...").
+template <typename Fn>
+bool Throws(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "caught: %s\n", error.what());
+    return true;
+  }
+  return false;
+}
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -47,8 +64,8 @@ int main(int argc, char** argv) {
   auto* stream = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x1234});
 
   if (mode == "badconf") {
-    REQUIRE(torch_malloc(1024, 0, stream) == nullptr);
-    REQUIRE(torch_malloc(1024, 0, stream) == nullptr);  // logged once, not retried
+    REQUIRE(Throws([&] { torch_malloc(1024, 0, stream); }));
+    REQUIRE(Throws([&] { torch_malloc(1024, 0, stream); }));  // logged once, not retried
     torch_free(nullptr, 0, 0, stream);
     return 0;
   }
@@ -76,11 +93,12 @@ int main(int argc, char** argv) {
   REQUIRE(mark(0, "step 1") == 0);
   void* kept = torch_malloc(1 << 20, 0, stream);  // still live at exit, as tensors often are
   REQUIRE(kept != nullptr);
-  REQUIRE(torch_malloc(ssize_t{64} << 20, 0, stream) == nullptr);  // above the 32 MiB limit: OOM
+  REQUIRE(Throws([&] { torch_malloc(ssize_t{64} << 20, 0, stream); }));  // above the 32 MiB limit: OOM
   int local = 0;
   torch_free(&local, sizeof local, 0, stream);  // not ours: logged, ignored
-  REQUIRE(torch_malloc(-5, 0, stream) == nullptr);
-  REQUIRE(torch_malloc(16, 999, stream) == nullptr);  // no such device
+  torch_free(&local, sizeof local, 7, stream);  // a device that never allocated: no allocator made
+  REQUIRE(Throws([&] { torch_malloc(-5, 0, stream); }));
+  REQUIRE(Throws([&] { torch_malloc(16, 999, stream); }));  // no such device
 
   // Device 1: its own allocator and its own trace file.
   void* a = torch_malloc(3000, 1, stream);

@@ -66,10 +66,15 @@ TEST_F(TorchShim, AllocatesTracesAndFlushesAtExit) {
       << Slurp(dir_ / "stderr");
   const std::string log = Slurp(dir_ / "stderr");
   EXPECT_NE(log.find("fragscope: device 0: host"), std::string::npos) << log;
-  EXPECT_NE(log.find("out of memory on device 0: request-too-large"), std::string::npos) << log;
+  // The OOM is thrown with fragscope's report in it, in PyTorch's words first.
+  EXPECT_NE(log.find("caught: CUDA out of memory (fragscope). out of memory on device 0: request-too-large"),
+            std::string::npos) << log;
   EXPECT_NE(log.find("suggestion:"), std::string::npos) << log;
-  EXPECT_NE(log.find("device 999 is out of range"), std::string::npos) << log;
-  EXPECT_NE(log.find("free of"), std::string::npos) << log;  // the foreign pointer
+  EXPECT_NE(log.find("caught: fragscope: device 999 is out of range"), std::string::npos) << log;
+  EXPECT_NE(log.find("caught: fragscope: malloc of a negative size (-5) refused"), std::string::npos) << log;
+  EXPECT_NE(log.find("fragscope: device 0: invalid free of"), std::string::npos) << log;  // the foreign pointer
+  EXPECT_NE(log.find("on device 7 ignored: fragscope allocated nothing on that device"), std::string::npos) << log;
+  EXPECT_EQ(log.find("fragscope: device 7:"), std::string::npos) << log;  // no allocator was built for it
 
   // Device 0: 400 allocations and frees from the threads, the kept one, one OOM, one marker.
   const auto zero = fragscope::traces::ReadTrace(trace.string());
@@ -100,6 +105,11 @@ TEST_F(TorchShim, AllocatesTracesAndFlushesAtExit) {
 
   // Device 1 has its own allocator and trace: run.dev1.fst.
   const auto one = fragscope::traces::ReadTrace((dir_ / "run.dev1.fst").string());
+  // Named by its CUDA ordinal, as the log line and the trace's events say.
+  ASSERT_EQ(one.header.devices.size(), 1u);
+  EXPECT_EQ(one.header.devices[0].index, 1u);
+  EXPECT_NE(log.find("fragscope: device 1: host"), std::string::npos) << log;
+  for (const auto& event : one.events) EXPECT_EQ(event.device, 1u);
   counts = Count(one);
   EXPECT_EQ(counts[EventType::kAlloc], 3);
   EXPECT_EQ(counts[EventType::kFree], 3);
@@ -114,14 +124,19 @@ TEST_F(TorchShim, WithoutTraceNoFileIsWritten) {
   EXPECT_EQ(files, 0);
 }
 
-TEST_F(TorchShim, BadConfigurationReturnsNullAndSaysWhyOnce) {
+TEST_F(TorchShim, BadConfigurationThrowsAndSaysWhyOnce) {
   ASSERT_EQ(RunChild("FRAGSCOPE_ALLOC_CONF=backing=host,grwoth=on", "badconf"), 0)
       << Slurp(dir_ / "stderr");
   const std::string log = Slurp(dir_ / "stderr");
-  const auto first = log.find("cannot create the allocator of device 0");
+  // The library logs the reason once (its lines start "fragscope: "); the exceptions carry it too.
+  const std::string logged = "\nfragscope: cannot create the allocator of device 0";
+  const auto first = ("\n" + log).find(logged);
   ASSERT_NE(first, std::string::npos) << log;
-  EXPECT_EQ(log.find("cannot create", first + 1), std::string::npos) << log;  // once
+  EXPECT_EQ(("\n" + log).find(logged, first + 1), std::string::npos) << log;  // once
   EXPECT_NE(log.find("grwoth"), std::string::npos) << log;
+  // Both requests threw: the first with the reason, the second pointing to it.
+  EXPECT_NE(log.find("caught: fragscope: cannot create the allocator of device 0"), std::string::npos) << log;
+  EXPECT_NE(log.find(": see the first error"), std::string::npos) << log;
 }
 
 }  // namespace

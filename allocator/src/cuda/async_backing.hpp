@@ -11,6 +11,8 @@
 // Compiled only when FRAGSCOPE_HAVE_CUDA.
 #pragma once
 
+#include "cuda/cuda_common.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -41,6 +43,10 @@ class AsyncBacking final : public Backing {
   void Release(void* base, std::uint64_t bytes, std::uint64_t stream) override;
   // Bytes of live allocations; memory cached in the pool is not counted.
   std::uint64_t held() const override;
+  bool orders_streams() const override { return true; }
+  void OrderStreams(std::uint64_t waiting, std::uint64_t freed_on) override {
+    stream_order_.Order(device_, waiting, freed_on);
+  }
 
   // Bytes the pool holds from the driver (live and cached), from cudaMemPoolAttrReservedMemCurrent.
   std::uint64_t pool_reserved() const;
@@ -50,6 +56,7 @@ class AsyncBacking final : public Backing {
 
   BackingInfo info_;
   int device_ = 0;
+  cuda::StreamOrder stream_order_;
   cudaMemPool_t pool_ = nullptr;
 
   mutable std::mutex mu_;

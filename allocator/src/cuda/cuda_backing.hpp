@@ -3,6 +3,8 @@
 // Compiled only when FRAGSCOPE_HAVE_CUDA.
 #pragma once
 
+#include "cuda/cuda_common.hpp"
+
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -27,10 +29,15 @@ class CudaBacking final : public Backing {
   void* Reserve(std::uint64_t bytes, std::uint64_t stream) override;
   void Release(void* base, std::uint64_t bytes, std::uint64_t stream) override;
   std::uint64_t held() const override;
+  bool orders_streams() const override { return true; }
+  void OrderStreams(std::uint64_t waiting, std::uint64_t freed_on) override {
+    stream_order_.Order(device_, waiting, freed_on);
+  }
 
  private:
   BackingInfo info_;
   int device_ = 0;
+  cuda::StreamOrder stream_order_;
 
   mutable std::mutex mu_;
   std::unordered_map<void*, std::uint64_t> live_;  // base -> bytes

@@ -197,4 +197,26 @@ void CheckDriver(CUresult result, const char* api, const std::string& context) {
   if (result != CUDA_SUCCESS) ThrowDriver(result, api, context);
 }
 
+StreamOrder::~StreamOrder() {
+  for (const auto& [stream, event] : events_) cudaEventDestroy(event);
+}
+
+void StreamOrder::Order(int device, std::uint64_t waiting, std::uint64_t freed_on) {
+  std::lock_guard guard(mu_);
+  const ScopedDevice scoped(device);
+  cudaEvent_t& event = events_[freed_on];
+  if (event == nullptr) {
+    // Timing off: the cheapest event, as PyTorch's caching allocator uses for the same purpose.
+    if (const cudaError_t err = cudaEventCreateWithFlags(&event, cudaEventDisableTiming); err != cudaSuccess) {
+      events_.erase(freed_on);
+      Throw(err, "cudaEventCreateWithFlags", fmt::format("device {}", device));
+    }
+  }
+  // Recording again is safe: a wait already issued keeps the work it captured.
+  Check(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(freed_on)), "cudaEventRecord",
+        fmt::format("device {}, stream {:#x}", device, freed_on));
+  Check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(waiting), event, 0), "cudaStreamWaitEvent",
+        fmt::format("device {}, stream {:#x} waits for stream {:#x}", device, waiting, freed_on));
+}
+
 }  // namespace fragscope::cuda

@@ -11,8 +11,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace fragscope::cuda {
 
@@ -43,6 +45,23 @@ class ScopedDevice {
  private:
   int previous_ = -1;
   int device_ = -1;
+};
+
+// Backing::OrderStreams for the CUDA backings: one event per stream that has freed memory, recorded
+// on it and waited for by the other stream (cudaEventRecord + cudaStreamWaitEvent: the GPU waits,
+// the host does not). Streams are the caller's cudaStream_t values; 0 is the legacy default stream.
+class StreamOrder {
+ public:
+  StreamOrder() = default;
+  ~StreamOrder();  // destroys the events, best effort (the runtime may be shutting down)
+  StreamOrder(const StreamOrder&) = delete;
+  StreamOrder& operator=(const StreamOrder&) = delete;
+  // Throws BackingError when the runtime refuses.
+  void Order(int device, std::uint64_t waiting, std::uint64_t freed_on);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::uint64_t, cudaEvent_t> events_;  // by the stream they are recorded on
 };
 
 // cudaDeviceProp::name of `device`.

@@ -40,6 +40,10 @@ class VmmBacking final : public Backing, public ExpandableBacking {
   void* Reserve(std::uint64_t bytes, std::uint64_t stream) override;
   void Release(void* base, std::uint64_t bytes, std::uint64_t stream) override;
   std::uint64_t held() const override;
+  bool orders_streams() const override { return true; }
+  void OrderStreams(std::uint64_t waiting, std::uint64_t freed_on) override {
+    stream_order_.Order(device_, waiting, freed_on);
+  }
   ExpandableBacking* expandable() override { return this; }
 
   std::uint64_t map_granularity() const override { return map_granularity_; }
@@ -80,6 +84,7 @@ class VmmBacking final : public Backing, public ExpandableBacking {
 
   BackingInfo info_;
   int device_ = 0;
+  cuda::StreamOrder stream_order_;
   const cuda::DriverApi* api_ = nullptr;
   CUdevice cu_device_ = 0;
   CUmemAllocationProp prop_{};

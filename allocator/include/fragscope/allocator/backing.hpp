@@ -61,6 +61,15 @@ class Backing {
 
   // Ranges that grow and shrink in place; nullptr when this backing cannot do that (cuda, async).
   virtual ExpandableBacking* expandable() { return nullptr; }
+
+  // Streams: whether work on the device's streams can still be using memory after it is freed (a
+  // GPU), so that a block freed on one stream must not be used on another before that work is
+  // done (StreamFences). False for sim and host, whose memory no queued work touches.
+  virtual bool orders_streams() const { return false; }
+  // Makes the work queued from now on `waiting` wait for the work queued so far on `freed_on`,
+  // without blocking the host. Throws BackingError when the device refuses. A no-op where
+  // orders_streams() is false.
+  virtual void OrderStreams(std::uint64_t /*waiting*/, std::uint64_t /*freed_on*/) {}
 };
 
 // A reserved virtual range whose pages are mapped and unmapped on demand.
