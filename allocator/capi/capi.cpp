@@ -11,6 +11,9 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -40,10 +43,58 @@ fragscope_status Fail(fragscope_status status, std::string message) {
 
 }  // namespace
 
+namespace {
+
+// Tags outlive traces. A live chunk keeps the tag id it was allocated with, and a trace attached
+// later records that chunk again (SetSink), so an id must name the same tag in every trace, and a
+// tag given while no trace is attached must not be lost. The allocators therefore intern into this
+// table, which lives as long as the handle, and record through it: each event's tag is translated
+// into the attached writer's own id as it passes (interned there on first use).
+class StableTagSink final : public fragscope::traces::EventSink {
+ public:
+  fragscope::traces::TagId Intern(std::string_view text) override {
+    if (text.empty()) return fragscope::traces::kNoTag;
+    std::lock_guard guard(mutex_);
+    const auto [it, added] = ids_.try_emplace(std::string(text), static_cast<fragscope::traces::TagId>(names_.size() + 1));
+    if (added) names_.push_back(it->first);
+    return it->second;
+  }
+  void Record(fragscope::traces::Event& event) override {
+    if (event.tag != fragscope::traces::kNoTag) event.tag = WriterId(event.tag);
+    writer_->Record(event);
+  }
+  // The writer events go to from now on (the caller attaches this sink only while there is one).
+  void Attach(fragscope::traces::TraceWriter* writer) {
+    std::lock_guard guard(mutex_);
+    writer_ = writer;
+    writer_ids_.assign(names_.size() + 1, fragscope::traces::kNoTag);
+  }
+
+ private:
+  fragscope::traces::TagId WriterId(fragscope::traces::TagId stable) {
+    std::lock_guard guard(mutex_);
+    if (stable >= writer_ids_.size()) writer_ids_.resize(names_.size() + 1, fragscope::traces::kNoTag);
+    fragscope::traces::TagId& id = writer_ids_[stable];
+    if (id == fragscope::traces::kNoTag) id = writer_->Intern(names_[stable - 1]);
+    return id;
+  }
+
+  std::mutex mutex_;
+  std::vector<std::string> names_;  // stable id k names names_[k - 1]
+  std::unordered_map<std::string, fragscope::traces::TagId> ids_;
+  std::vector<fragscope::traces::TagId> writer_ids_;  // stable id -> the writer's; kNoTag: not yet
+  fragscope::traces::TraceWriter* writer_ = nullptr;
+};
+
+}  // namespace
+
 struct fragscope_allocator {
   std::uint64_t magic = kMagic;
+  // What the allocators record to while a trace is attached; declared first, so destroyed after
+  // the allocators and the writer.
+  StableTagSink tags;
   std::unique_ptr<fragscope::MemorySystem> system;
-  std::mutex trace_mutex;  // attach, detach, flush, and interning tags against a detach
+  std::mutex trace_mutex;  // attach, detach, flush
   std::unique_ptr<fragscope::traces::TraceWriter> trace;
 };
 
@@ -209,10 +260,7 @@ fragscope_status fragscope_malloc_tagged(fragscope_allocator* allocator, uint64_
   return Guard([&] {
     fragscope::AllocOptions options;
     options.stream = stream;
-    if (tag != nullptr && *tag != '\0') {
-      std::lock_guard guard(allocator->trace_mutex);
-      if (allocator->trace) options.tag = allocator->trace->Intern(tag);
-    }
+    if (tag != nullptr) options.tag = allocator->tags.Intern(tag);  // kept with or without a trace
     fragscope::OomReport report;
     void* ptr = allocator->system->device(static_cast<std::size_t>(device))
                     .TryAllocate(size, options, &report);
@@ -246,7 +294,8 @@ fragscope_status fragscope_attach_trace(fragscope_allocator* allocator, const ch
     CloseTrace(allocator);
     allocator->trace = std::make_unique<fragscope::traces::TraceWriter>(
         path, allocator->system->MakeTraceHeader(fmt::format("libfragscope {}", fragscope_version())));
-    allocator->system->SetSink(allocator->trace.get());
+    allocator->tags.Attach(allocator->trace.get());
+    allocator->system->SetSink(&allocator->tags);
     return FRAGSCOPE_OK;
   });
 }
