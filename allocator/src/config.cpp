@@ -73,6 +73,9 @@ bool ParseSwitch(std::string_view key, std::string_view value) {
 
 std::uint64_t ParseSizeValue(std::string_view key, std::string_view value, std::uint64_t minimum) {
   const std::optional<std::uint64_t> bytes = ParseSize(value);
+  if (!bytes && SizeTooLarge(value)) {
+    BadValue(key, value, fmt::format("a size of at most {}", FormatSizeExact(traces::kMaxBytes)));
+  }
   if (!bytes) BadValue(key, value, kExpectSize);
   if (*bytes < minimum) {
     BadValue(key, value,
@@ -212,31 +215,39 @@ void ParseUnmap(std::string_view key, std::string_view value, AllocConf& conf) {
   else BadValue(key, value, "eager (unmap free pages at once) or lazy (only when memory is needed)");
 }
 
-void ParsePolicy(std::string_view key, std::string_view value, AllocConf& conf) {
+// A policy's registered name as written, or else in lower case: values are case-insensitive
+// (policy=BFC), while a policy registered with capitals is still found by its own spelling.
+std::string PolicyName(std::string_view value) {
+  return FindPolicy(value) != nullptr ? std::string(value) : Lower(value);
+}
+
+void ParsePolicy(std::string_view key, std::string_view written, AllocConf& conf) {
+  const std::string value = PolicyName(written);
   if (!conf.policy.empty() && conf.policy != value) {
     throw ConfigError("policy", fmt::format("policy={} contradicts preset={}", value, conf.policy));
   }
   if (FindPolicy(value) == nullptr) {
     std::string names;
     for (const std::string& name : PolicyNames()) names += (names.empty() ? "" : ", ") + name;
-    BadValue(key, value, fmt::format("a registered policy: {}", names));
+    BadValue(key, written, fmt::format("a registered policy: {}", names));
   }
-  conf.policy = std::string(value);  // "bfc" and "passthrough" are settled in CheckCombination
+  conf.policy = value;  // "bfc" and "passthrough" are settled in CheckCombination
 }
 
 // preset=NAME: another framework's allocator, emulated as a registered policy of that name
 // (docs/allocator.md, "Presets"). The same as policy=NAME, for the policies that are presets.
-void ParsePreset(std::string_view key, std::string_view value, AllocConf& conf) {
+void ParsePreset(std::string_view key, std::string_view written, AllocConf& conf) {
+  const std::string value = PolicyName(written);
   const auto& presets = PresetNames();
   if (std::find(presets.begin(), presets.end(), value) == presets.end() || FindPolicy(value) == nullptr) {
     std::string names;
     for (std::string_view name : presets) names += fmt::format("{}{}", names.empty() ? "" : ", ", name);
-    BadValue(key, value, fmt::format("a preset: {}", names));
+    BadValue(key, written, fmt::format("a preset: {}", names));
   }
   if (!conf.policy.empty() && conf.policy != value) {
     throw ConfigError("preset", fmt::format("preset={} contradicts policy={}", value, conf.policy));
   }
-  conf.policy = std::string(value);
+  conf.policy = value;
 }
 
 void ParsePassthrough(std::string_view key, std::string_view value, AllocConf& conf) {

@@ -68,12 +68,28 @@ std::unique_ptr<MemorySystem> MemorySystem::Create(const AllocConf& conf,
       const std::uint64_t base = conf.virtual_devices.empty() ? capacity : limits[i];
       const auto bytes = static_cast<std::uint64_t>(std::floor(conf.preallocate * static_cast<double>(base)));
       preallocate_bytes = std::min(bytes, limits[i]);
+      if (preallocate_bytes < info.granularity) {
+        throw ConfigError("preallocate", fmt::format("preallocate={} is {} of {}: less than the {} backing's "
+                                                     "granularity ({}), so nothing could be preallocated; "
+                                                     "use off, or a larger fraction",
+                                                     conf.preallocate, FormatBytes(preallocate_bytes),
+                                                     FormatBytes(base), ToString(info.kind),
+                                                     FormatBytes(info.granularity)));
+      }
     }
     // A device is named by the CUDA ordinal it runs on (device=N), so that a trace of GPU 3 says
     // device 3; virtual devices are numbered 0, 1, ... as the configuration lists them.
     const auto index = static_cast<std::uint32_t>(conf.virtual_devices.empty() ? static_cast<std::size_t>(conf.device) : i);
     const PolicyContext context{*system->backing_, system->conf_, index, limits[i], preallocate_bytes};
-    system->devices_.push_back(policy.create(context));
+    try {
+      system->devices_.push_back(policy.create(context));
+    } catch (const ConfigError& error) {
+      // A limit the user never wrote is capacity minus external_use: name what they did write.
+      if (error.key() != "limit" || conf.limit.has_value() || !conf.virtual_devices.empty()) throw;
+      throw ConfigError(conf.external_use > 0 ? "external_use" : "capacity",
+                        fmt::format("{} (no limit= was given, so the limit is the {}: raise capacity{})",
+                                    error.what(), fits, conf.external_use > 0 ? " or lower external_use" : ""));
+    }
   }
   return system;
 }

@@ -109,9 +109,23 @@ std::optional<std::uint64_t> FractionBytes(std::string_view digits, std::uint64_
   return CheckedMul(numerator / rest_denominator, multiplier / g);
 }
 
+std::optional<std::uint64_t> ParseSizeReportingOverflow(std::string_view text, bool* too_large);
+
 }  // namespace
 
 std::optional<std::uint64_t> ParseSize(std::string_view text) {
+  bool too_large = false;
+  return ParseSizeReportingOverflow(text, &too_large);
+}
+
+bool SizeTooLarge(std::string_view text) {
+  bool too_large = false;
+  return !ParseSizeReportingOverflow(text, &too_large) && too_large;
+}
+
+namespace {
+
+std::optional<std::uint64_t> ParseSizeReportingOverflow(std::string_view text, bool* too_large) {
   const std::string_view s = Trim(text);
 
   std::size_t i = 0;
@@ -137,15 +151,23 @@ std::optional<std::uint64_t> ParseSize(std::string_view text) {
   auto [end, ec] =
       std::from_chars(integer_digits.data(), integer_digits.data() + integer_digits.size(), integer);
   if (ec != std::errc() || end != integer_digits.data() + integer_digits.size()) {
-    return std::nullopt;  // out of range
+    *too_large = ec == std::errc::result_out_of_range;
+    return std::nullopt;
   }
 
   const std::optional<std::uint64_t> whole = CheckedMul(integer, *multiplier);
-  if (!whole) return std::nullopt;
+  if (!whole) {
+    *too_large = true;
+    return std::nullopt;
+  }
   const std::optional<std::uint64_t> fraction = FractionBytes(fraction_digits, *multiplier);
   if (!fraction) return std::nullopt;
-  return CheckedAdd(*whole, *fraction);
+  const std::optional<std::uint64_t> total = CheckedAdd(*whole, *fraction);
+  *too_large = !total;
+  return total;
 }
+
+}  // namespace
 
 std::string FormatSizeExact(std::uint64_t bytes) {
   // The largest binary unit that divides the size exactly, with a whole count; plain bytes when

@@ -68,6 +68,9 @@ std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
 
 std::uint64_t ParseSizeOption(const std::string& option, const std::string& text) {
   const auto size = ParseSize(text);
+  if (!size && SizeTooLarge(text)) {
+    throw UsageError(fmt::format("{}: '{}' is too large: more than 16 EiB", option, text));
+  }
   if (!size) {
     throw UsageError(fmt::format("{}: '{}' is not a size (plain bytes or a number with a unit: "
                                  "512MiB, 6GiB, 1.5GB)",

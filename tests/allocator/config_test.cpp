@@ -10,12 +10,14 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/allocator/size.hpp"
+#include "fragscope/allocator/memory_system.hpp"
 #include "fragscope/traces/byte_math.hpp"
 
 namespace fragscope {
@@ -618,6 +620,52 @@ TEST(AllocConfToString, ParsedStringsAreStable) {
         "backing=host,external_use=2.5GiB,capacity=16GiB"}) {
     const AllocConf conf = ParseAllocConf(text);
     EXPECT_EQ(ParseAllocConf(conf.ToString()), conf) << text << " -> " << conf.ToString();
+  }
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Found by a review of the configuration grammar
+
+TEST(AllocConfReview, SizesPastSixteenExbibytesSayTooLargeNotMalformed) {
+  ExpectBadValue("limit", "99999999999GiB", {"at most 4EiB"});
+  ExpectBadValue("capacity", "18446744073709551616", {"at most 4EiB"});
+  EXPECT_TRUE(SizeTooLarge("99999999999GiB"));
+  EXPECT_TRUE(SizeTooLarge("18446744073709551616"));
+  EXPECT_FALSE(SizeTooLarge("lots"));
+  EXPECT_FALSE(SizeTooLarge("1GiB"));
+}
+
+TEST(AllocConfReview, PolicyAndPresetNamesAreCaseInsensitive) {
+  EXPECT_EQ(ParseAllocConf("policy=BFC").policy, ParseAllocConf("policy=bfc").policy);
+  EXPECT_EQ(ParseAllocConf("preset=PyTorch").policy, "pytorch");
+  EXPECT_EQ(ParseAllocConf("preset=TensorFlow").policy, "tensorflow");
+  ExpectBadValue("preset", "PyTorches", {"a preset"});
+}
+
+// The two errors that used to blame something the user had not written.
+TEST(AllocConfReview, ATinyPreallocationIsNamed) {
+  try {
+    MemorySystem::Create(ParseAllocConf("backing=sim,preallocate=0.0000000001"));
+    FAIL() << "created";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key(), "preallocate");
+    EXPECT_NE(std::string(error.what()).find("less than the sim backing's granularity (256 B)"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(AllocConfReview, AnImplicitLimitBelowOnePageNamesCapacity) {
+  for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+           {"backing=sim,capacity=1KiB", "capacity"},
+           {"backing=sim,capacity=3MiB,external_use=2MiB", "external_use"},
+           {"backing=sim,limit=1KiB", "limit"}}) {
+    try {
+      MemorySystem::Create(ParseAllocConf(text));
+      FAIL() << text << ": created";
+    } catch (const ConfigError& error) {
+      EXPECT_EQ(error.key(), key) << text << ": " << error.what();
+    }
   }
 }
 

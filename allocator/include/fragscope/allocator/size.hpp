@@ -16,6 +16,9 @@ namespace fragscope {
 // Returns nullopt when `text` is not a size (empty, negative, unknown unit, overflow, fractional
 // bytes).
 std::optional<std::uint64_t> ParseSize(std::string_view text);
+// Whether `text` is written as a size but is more than 2^64 - 1 bytes ("99999999999GiB"): an
+// error message then says "too large" rather than "not a size".
+bool SizeTooLarge(std::string_view text);
 
 // "0 B", "768 B", "1.50 KiB", "512.00 MiB", "6.00 GiB": the lowest layer's (traces/byte_math.hpp).
 using traces::FormatBytes;
