@@ -5,7 +5,7 @@
 //   void  fragscope_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
 //
 // One MemorySystem per device, created on the device's first request from FRAGSCOPE_ALLOC_CONF
-// (device=N set to the requesting device), thread-safe. With FRAGSCOPE_TRACE=path every event is
+// (device=N set to the requesting device; backing=vmm unless it names one), thread-safe. With FRAGSCOPE_TRACE=path every event is
 // recorded: device 0 to `path`, device N > 0 to `path` with ".devN" before the extension; the
 // traces are flushed and closed at exit. Nothing is ever destroyed: PyTorch may free tensors during
 // interpreter teardown, after static destructors would have run.
@@ -23,7 +23,9 @@
 // fragscope_torch_flush() writes buffered events to disk.
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +33,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -103,10 +106,40 @@ void CloseAll() {
   }
 }
 
+// Whether the configuration `text` sets `key` (keys are case-insensitive, white space around them
+// ignored; the parser checks the rest).
+bool SetsKey(std::string_view text, std::string_view key) {
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    item = item.substr(0, item.find('='));
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    if (item.size() == key.size() &&
+        std::equal(item.begin(), item.end(), key.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        })) {
+      return true;
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+// PyTorch runs on a GPU: where the configuration names no backing, the shim's is `vmm` (the
+// default policy pages there), not the library-wide `sim`, whose addresses have no memory behind
+// them and would crash the first kernel that touched one.
+std::string ShimConf(std::string_view text) {
+  if (SetsKey(text, "backing")) return std::string(text);
+  const bool blank = text.find_first_not_of(" \t") == std::string_view::npos;
+  return blank ? std::string("backing=vmm") : "backing=vmm," + std::string(text);
+}
+
 DeviceState* Create(int device) {  // g.mutex held
   Global& g = G();
   const char* conf_text = std::getenv(fragscope::kAllocConfEnv);
-  fragscope::AllocConf conf = fragscope::ParseAllocConf(conf_text == nullptr ? "" : conf_text);
+  fragscope::AllocConf conf = fragscope::ParseAllocConf(ShimConf(conf_text == nullptr ? "" : conf_text));
   conf.device = device;
   auto state = std::make_unique<DeviceState>();
   state->system = fragscope::MemorySystem::Create(conf);
@@ -146,8 +179,11 @@ DeviceState* State(int device, std::string* why) {
     state = slot.load(std::memory_order_acquire);
     if (state == nullptr) {
       const char* conf = std::getenv(fragscope::kAllocConfEnv);
-      const std::string failed = fmt::format("cannot create the allocator of device {} (FRAGSCOPE_ALLOC_CONF={})",
-                                             device, conf == nullptr ? "unset" : conf);
+      const std::string written = conf == nullptr ? "" : conf;
+      const std::string used = ShimConf(written);
+      const std::string failed = fmt::format("cannot create the allocator of device {} (FRAGSCOPE_ALLOC_CONF={}{})",
+                                             device, conf == nullptr ? "unset" : written,
+                                             used == written ? "" : ", so " + used);
       if (g.failed[static_cast<std::size_t>(device)]) {
         *why = failed + ": see the first error";
         return nullptr;

@@ -139,4 +139,13 @@ TEST_F(TorchShim, BadConfigurationThrowsAndSaysWhyOnce) {
   EXPECT_NE(log.find(": see the first error"), std::string::npos) << log;
 }
 
+TEST_F(TorchShim, WithNoBackingNamedTheShimUsesTheGpuNotSim) {
+  // No GPU here: the vmm backing cannot open, and the reason says so; with a GPU it would page.
+  ASSERT_EQ(RunChild("FRAGSCOPE_ALLOC_CONF=limit=32MiB", "badconf"), 0) << Slurp(dir_ / "stderr");
+  const std::string log = Slurp(dir_ / "stderr");
+  EXPECT_NE(log.find("caught: fragscope: cannot create the allocator of device 0 (FRAGSCOPE_ALLOC_CONF=limit=32MiB, so backing=vmm,limit=32MiB): "),
+            std::string::npos) << log;
+  EXPECT_EQ(log.find("backing=sim"), std::string::npos) << log;
+}
+
 }  // namespace
