@@ -6,7 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include "fragscope/allocator/backing.hpp"
+#include "fragscope/allocator/size.hpp"
 #include "trainer_test_util.hpp"
 
 namespace fragscope::trainer {
@@ -84,6 +89,34 @@ TEST(TrainCli, JsonSummary) {
   EXPECT_GT(doc["peak_reserved"].get<std::uint64_t>(), 0u);
   EXPECT_TRUE(doc["oom"].is_null());
   EXPECT_NE(doc["alloc_conf"].get<std::string>().find("backing=host"), std::string::npos);
+}
+
+// DESIGN.md's metrics in the summary: peak LOAD as the trace's own live requested bytes peak,
+// overhead = peak reserved / peak LOAD, and external fragmentation per step.
+TEST(TrainCli, JsonSummaryHasPeakLoadOverheadAndFragmentation) {
+  const std::string trace = TempPath("metrics.fst");
+  const Result r = RunTrain("--model tiny --backend sim --batch 8 --steps 3 --json --trace " + trace);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto doc = Json(r);
+  std::uint64_t live = 0, peak = 0;
+  for (const auto& event : traces::ReadTrace(trace).events) {
+    if (event.type == traces::EventType::kAlloc) live += event.size;
+    if (event.type == traces::EventType::kFree) live -= event.size;
+    peak = std::max(peak, live);
+  }
+  ASSERT_GT(peak, 0u);
+  EXPECT_EQ(doc["peak_load"].get<std::uint64_t>(), peak);
+  EXPECT_DOUBLE_EQ(doc["overhead"].get<double>(),
+                   static_cast<double>(doc["peak_reserved"].get<std::uint64_t>()) / static_cast<double>(peak));
+  for (const auto& step : doc["steps"]) {
+    const double frag = step["external_fragmentation"].get<double>();
+    EXPECT_GE(frag, 0.0);
+    EXPECT_LT(frag, 1.0);
+  }
+  const Result text = RunTrain("--model tiny --backend sim --batch 8 --steps 3");
+  EXPECT_NE(text.out.find("  frag 0."), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(fmt::format("peak LOAD {} (overhead {:.2f})", FormatBytes(peak), doc["overhead"].get<double>())),
+            std::string::npos) << text.out;
 }
 
 TEST(TrainCli, ScenarioExits1WithReportAndCompleteTrace) {

@@ -226,10 +226,11 @@ int main(int argc, char** argv) {
     }
     result = Train(options, [&](const StepRecord& r) {
       if (json) return;
-      fmt::print("step {:4d}  batch {:4d}  loss {}  acc {}  {:9.1f} ms  {:8.1f} img/s  in use {:>11}  reserved {:>11}\n",
+      fmt::print("step {:4d}  batch {:4d}  loss {}  acc {}  {:9.1f} ms  {:8.1f} img/s  in use {:>11}  reserved {:>11}"
+                 "  frag {:.3f}\n",
                  r.step, r.batch, std::isfinite(r.loss) ? fmt::format("{:7.4f}", r.loss) : "      -",
                  std::isfinite(r.accuracy) ? fmt::format("{:5.3f}", r.accuracy) : "    -", r.step_ms,
-                 r.images_per_s, FormatBytes(r.in_use), FormatBytes(r.reserved));
+                 r.images_per_s, FormatBytes(r.in_use), FormatBytes(r.reserved), r.external_fragmentation);
       std::fflush(stdout);
     });
   } catch (const ConfigError& e) {
@@ -265,7 +266,8 @@ int main(int argc, char** argv) {
     for (const StepRecord& r : result.steps) {
       steps.push_back({{"step", r.step}, {"batch", r.batch}, {"loss", NumberOrNull(r.loss)},
                        {"accuracy", NumberOrNull(r.accuracy)}, {"step_ms", r.step_ms},
-                       {"images_per_s", r.images_per_s}, {"in_use", r.in_use}, {"reserved", r.reserved}});
+                       {"images_per_s", r.images_per_s}, {"in_use", r.in_use}, {"reserved", r.reserved},
+                       {"external_fragmentation", r.external_fragmentation}});
     }
     nlohmann::json doc = {{"backend", backend_text},
                           {"model", options.model.name},
@@ -276,12 +278,16 @@ int main(int argc, char** argv) {
                           {"final_loss", result.steps.empty() ? nlohmann::json(nullptr) : NumberOrNull(result.final_loss())},
                           {"peak_reserved", result.peak_reserved},
                           {"peak_in_use", result.peak_in_use},
+                          {"peak_load", result.peak_load},
+                          {"overhead", result.peak_load == 0 ? nlohmann::json(nullptr) : nlohmann::json(result.overhead())},
                           {"trace", options.trace_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.trace_path)},
                           {"trace_events", result.trace_events},
                           {"oom", result.oom ? OomJson(*result.oom, result.oom_context) : nlohmann::json(nullptr)}};
     fmt::print("{}\n", doc.dump(2));
   } else {
-    fmt::print("peak reserved {}, peak in use {}, {} parameters, data: {}\n", FormatBytes(result.peak_reserved),
+    fmt::print("peak reserved {}, peak LOAD {} (overhead {}), peak in use {}, {} parameters, data: {}\n",
+               FormatBytes(result.peak_reserved), FormatBytes(result.peak_load),
+               result.peak_load == 0 ? std::string("-") : fmt::format("{:.2f}", result.overhead()),
                FormatBytes(result.peak_in_use), result.param_count, result.data);
     if (result.oom) {
       const OomContext& ctx = result.oom_context;

@@ -1,5 +1,6 @@
 #include "fragscope/trainer/trainer.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -282,6 +283,7 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
           const AllocatorStats stats = system->device(d).Stats();
           record.in_use += stats.in_use;
           record.reserved += stats.reserved;
+          record.external_fragmentation = std::max(record.external_fragmentation, stats.external_fragmentation());
           live += stats.live_requested;
         }
         leaks.live_between_steps.push_back(live);
@@ -306,6 +308,7 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
       const AllocatorStats stats = system->device(d).Stats();
       result.peak_reserved += stats.peak_reserved;
       result.peak_in_use += stats.peak_in_use;
+      result.peak_load += stats.peak_live_requested;
     }
     result.oom_context = ctx;
     if (result.oom) {

@@ -41,6 +41,9 @@ struct StepRecord {
   double images_per_s = 0.0;
   std::uint64_t in_use = 0;    // summed over devices, at the end of the step
   std::uint64_t reserved = 0;
+  // 1 - largest free chunk / free bytes in regions, at the end of the step (DESIGN.md's metric):
+  // the worst device's.
+  double external_fragmentation = 0.0;
 };
 
 // What the loop found when it ran out of memory, beyond the allocator's report.
@@ -59,6 +62,11 @@ struct TrainResult {
   OomContext oom_context;
   std::uint64_t peak_reserved = 0;  // summed over devices
   std::uint64_t peak_in_use = 0;
+  std::uint64_t peak_load = 0;      // peak live requested bytes, summed over devices
+  // peak reserved / peak LOAD (1.00 is perfect); 0 when nothing was allocated.
+  double overhead() const {
+    return peak_load == 0 ? 0.0 : static_cast<double>(peak_reserved) / static_cast<double>(peak_load);
+  }
   std::uint64_t trace_events = 0;
   std::string allocator;            // MemorySystem::Describe()
   std::string data;                 // what the data was
