@@ -62,10 +62,12 @@ TEST_P(ScenarioTest, OomsAtItsStepWithItsCause) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, ScenarioTest,
-    ::testing::Combine(::testing::Values("capacity", "fragmentation", "leak"),
+    ::testing::Combine(::testing::Values("capacity", "fragmentation", "leak", "request-too-large"),
                        ::testing::Values(BackendKind::kSim, BackendKind::kCpu)),
     [](const auto& param_info) {
-      return std::get<0>(param_info.param) + "_" + std::string(ToString(std::get<1>(param_info.param)));
+      std::string name = std::get<0>(param_info.param);
+      for (char& c : name) c = c == '-' ? '_' : c;  // a test name is an identifier
+      return name + "_" + std::string(ToString(std::get<1>(param_info.param)));
     });
 
 // The fix each scenario documents makes it fit (on sim: the schedule is the same as cpu's).
@@ -74,13 +76,23 @@ TEST(Scenario, DocumentedFixesFit) {
     const char* name;
     const char* conf;
   };
-  for (const Fix& fix : {Fix{"capacity", "limit=512MiB"}, Fix{"fragmentation", "expandable=on"}}) {
+  for (const Fix& fix : {Fix{"capacity", "limit=512MiB"}, Fix{"fragmentation", "expandable=on"},
+                         Fix{"request-too-large", "limit=320MiB"}}) {
     TrainOptions options;
     options.backend = BackendKind::kSim;
     const Scenario* scenario = FindScenario(fix.name);
     options.alloc_conf = ParseAllocConf(WithDefaultBacking(BackendKind::kSim, ApplyScenario(*scenario, fix.conf, &options)));
     const TrainResult r = Train(options);
     EXPECT_FALSE(r.oom) << fix.name << ": " << (r.oom ? r.oom->Summary() : "");
+  }
+  {
+    // request-too-large's other fix: batches of at most 96 under the same 32 MiB.
+    TrainOptions options;
+    options.backend = BackendKind::kSim;
+    options.alloc_conf = ParseAllocConf(WithDefaultBacking(
+        BackendKind::kSim, ApplyScenario(*FindScenario("request-too-large"), "", &options)));
+    options.batch_schedule = {32, 64, 96};
+    EXPECT_FALSE(Train(options).oom);
   }
   TrainOptions options;
   options.backend = BackendKind::kSim;

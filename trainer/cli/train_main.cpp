@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include "fragscope/log.hpp"
@@ -144,8 +145,10 @@ int main(int argc, char** argv) {
                  "backend's backing is added when none is named (host for cpu, sim for sim, cuda for cuda)");
   app.add_option("--trace", options.trace_path, "record every allocator event to this trace file (.fst)");
   app.add_option("--data", options.data_path, "CIFAR-10 binary or MNIST IDX file (or folder); default synthetic");
-  app.add_option("--scenario", scenario_name, "run an OOM scenario: capacity, fragmentation, leak")
-      ->check(CLI::IsMember({"capacity", "fragmentation", "leak"}));
+  std::vector<std::string> scenario_names;
+  for (const Scenario& scenario : Scenarios()) scenario_names.push_back(scenario.name);
+  app.add_option("--scenario", scenario_name, fmt::format("run an OOM scenario: {}", fmt::join(scenario_names, ", ")))
+      ->check(CLI::IsMember(scenario_names));
   app.add_flag("--json", json, "print one JSON document on stdout at the end");
   try {
     app.parse(argc, argv);

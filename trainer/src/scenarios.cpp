@@ -105,6 +105,22 @@ const std::vector<Scenario>& Scenarios() {
       s.fix = "drop the reference (no fix in the configuration: a larger limit only delays the OOM)";
       list.push_back(s);
     }
+    {
+      Scenario s;
+      s.name = "request-too-large";
+      s.summary = "step 2 runs batch 1024, whose first activation (64 MiB) is larger than the whole "
+                  "32 MiB limit: no allocator and no policy can serve one request above the limit";
+      s.model = ModelSpec{"tiny", 3, 32, 10};
+      s.batches = {32, 64, 1024};
+      s.steps = 3;
+      s.alloc_conf = "limit=32MiB";
+      s.oom_step = 2;
+      s.oom_phase = "forward";
+      s.cause = OomCause::kRequestTooLarge;
+      s.fix = "a batch of at most 96 (split 1024 into gradient-accumulation steps of 64), or a limit of "
+              "320MiB (the whole step of batch 1024 peaks at 284 MiB live)";
+      list.push_back(s);
+    }
     return list;
   }();
   return scenarios;

@@ -12,7 +12,7 @@
 namespace fragscope::trainer {
 
 struct Scenario {
-  std::string name;            // capacity, fragmentation, leak
+  std::string name;            // capacity, fragmentation, leak, request-too-large
   std::string summary;         // one line
   ModelSpec model;
   std::vector<int> batches;    // the batch of step i is batches[i % size]
