@@ -96,6 +96,10 @@ nlohmann::json OomJson(const analysis::OomDiagnosis& oom) {
   json["event"] = oom.event_index;
   json["nearest_holes"] = std::move(holes);
   json["min_limit"] = oom.min_limit ? nlohmann::json(*oom.min_limit) : nlohmann::json(nullptr);
+  json["framework_advice"] = oom.framework_advice.empty()
+                                 ? nlohmann::json(nullptr)
+                                 : nlohmann::json{{"framework", oom.framework_advice.framework},
+                                                  {"advice", oom.framework_advice.advice}};
   return json;
 }
 
@@ -139,6 +143,9 @@ std::string DescribeOom(const analysis::OomDiagnosis& oom) {
       holes += fmt::format("{} at {:#x}", FormatBytes(hole.size), hole.address);
     }
     out += fmt::format("    holes nearest in size: {}\n", holes);
+  }
+  if (!oom.framework_advice.empty()) {
+    out += fmt::format("    in {}: {}\n", oom.framework_advice.framework, oom.framework_advice.advice);
   }
   out += fmt::format("    suggestion: {}\n", oom.report.suggestion);
   if (oom.min_limit) {

@@ -136,6 +136,9 @@ void OomPanel::Draw(const Document& document, Selection& selection) {
   ImGui::TextWrapped("Cause: %s", std::string(traces::ToString(n.cause)).c_str());
   ImGui::PopStyleColor();
   ImGui::TextWrapped("%s", oom.report.explanation.c_str());
+  if (!oom.framework_advice.empty()) {
+    ImGui::TextWrapped("In %s: %s", oom.framework_advice.framework.c_str(), oom.framework_advice.advice.c_str());
+  }
   if (!oom.report.suggestion.empty()) ImGui::TextWrapped("Suggestion: %s", oom.report.suggestion.c_str());
   if (document.min_limit) {
     ImGui::TextWrapped("Smallest limit at which the recorded policy runs the whole trace: %s (peak LOAD %s).",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fragscope/allocator/oom_report.hpp"
+#include "fragscope/analysis/framework_advice.hpp"
 
 namespace fragscope::analysis {
 
@@ -25,6 +26,10 @@ struct OomDiagnosis {
   OomReport report;                 // device, numbers, cause, explanation, suggestion
   std::vector<Hole> nearest_holes;  // up to 5 free holes closest in size to the request, largest first
   std::optional<std::uint64_t> min_limit;  // smallest limit that runs the trace (when computed)
+  // What to change in the framework the evidence came from (PyTorch, TensorFlow, RMM): the first
+  // line of advice; report.suggestion (a limit, a fragscope policy) is the second. Empty for
+  // fragscope's own traces.
+  FrameworkAdvice framework_advice;
 };
 
 }  // namespace fragscope::analysis

@@ -1,0 +1,81 @@
+#include "fragscope/analysis/framework_advice.hpp"
+
+namespace fragscope::analysis {
+namespace {
+
+using traces::OomCause;
+
+// The same settings the message diagnosis gives for each framework's own error text
+// (message_diagnosis_*.cpp), said here from the numbers of a recorded OOM.
+std::string PytorchAdvice(OomCause cause) {
+  switch (cause) {
+    case OomCause::kFragmentation:
+      return "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 and later): segments then grow "
+             "in place, so memory reserved but unallocated serves a request of any size; on 1.10 to 2.0, "
+             "max_split_size_mb:128 keeps large cached blocks whole";
+    case OomCause::kCapacity:
+      return "the live tensors need more than the device has, and no PYTORCH_CUDA_ALLOC_CONF setting changes "
+             "that: a smaller batch, activation checkpointing (torch.utils.checkpoint), or lower precision "
+             "(torch.autocast)";
+    case OomCause::kRequestTooLarge:
+      return "one tensor is larger than the device can ever give: split it (a smaller batch, shorter "
+             "sequences, a chunked operation); no allocator setting helps";
+    case OomCause::kBacking:
+      return "the GPU had less free memory than PyTorch's limit assumed: another process holds it (nvidia-smi "
+             "lists them); stop it or use another GPU (torch.cuda.set_per_process_memory_fraction only "
+             "lowers PyTorch's own share)";
+    default:
+      return "";
+  }
+}
+
+std::string TensorflowAdvice(OomCause cause) {
+  switch (cause) {
+    case OomCause::kFragmentation:
+      return "TF_GPU_ALLOCATOR=cuda_malloc_async (TensorFlow 2.5 and later) lets the CUDA driver's pool serve "
+             "it, where the BFC allocator's regions hold the holes";
+    case OomCause::kCapacity:
+      return "the live tensors need more than the GPU has: a smaller batch, mixed precision "
+             "(tf.keras.mixed_precision), or recomputation (tf.recompute_grad); "
+             "RunOptions(report_tensor_allocations_upon_oom=True) lists what is live";
+    case OomCause::kRequestTooLarge:
+      return "one tensor is larger than the GPU can ever give: split it (a smaller batch); no allocator "
+             "setting helps";
+    case OomCause::kBacking:
+      return "the GPU had less free memory than TensorFlow assumed: by default TensorFlow reserves nearly all "
+             "of it at start, so a second process conflicts; tf.config.experimental.set_memory_growth(gpu, "
+             "True) in each, and check nvidia-smi";
+    default:
+      return "";
+  }
+}
+
+std::string RmmAdvice(OomCause cause) {
+  switch (cause) {
+    case OomCause::kFragmentation:
+      return "rmm.mr.CudaAsyncMemoryResource (the CUDA driver's pool) in place of a pool_memory_resource, "
+             "or a larger initial_pool_size so that the pool is one block";
+    case OomCause::kCapacity:
+      return "the live buffers need more than the device has: smaller partitions or batches; no memory "
+             "resource changes that (managed memory, rmm.mr.ManagedMemoryResource, spills to the host)";
+    case OomCause::kRequestTooLarge:
+      return "one buffer is larger than the device can ever give: split the work into smaller partitions";
+    case OomCause::kBacking:
+      return "the device had less free memory than the pool assumed: another process holds it (nvidia-smi)";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+FrameworkAdvice AdviceInFrameworkTerms(std::string_view source_format, traces::OomCause cause) {
+  if (source_format == "pytorch-snapshot" || source_format == "torch-profiler") {
+    return {"PyTorch", PytorchAdvice(cause)};
+  }
+  if (source_format == "tensorflow-bfc-log") return {"TensorFlow", TensorflowAdvice(cause)};
+  if (source_format == "rmm-csv") return {"RMM", RmmAdvice(cause)};
+  return {};
+}
+
+}  // namespace fragscope::analysis

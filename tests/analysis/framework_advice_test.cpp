@@ -1,0 +1,40 @@
+// Advice in the evidence's framework's own terms: which setting each framework's OOM of each cause
+// gets, and none for fragscope's own traces or an unknown cause.
+#include "fragscope/analysis/framework_advice.hpp"
+
+#include <gtest/gtest.h>
+
+namespace fragscope::analysis {
+namespace {
+
+using traces::OomCause;
+
+bool Says(const FrameworkAdvice& advice, const char* text) { return advice.advice.find(text) != std::string::npos; }
+
+TEST(FrameworkAdvice, PytorchGetsItsAllocatorSettingsOnlyWhereTheyHelp) {
+  for (const char* source : {"pytorch-snapshot", "torch-profiler"}) {
+    EXPECT_EQ(AdviceInFrameworkTerms(source, OomCause::kFragmentation).framework, "PyTorch");
+    EXPECT_TRUE(Says(AdviceInFrameworkTerms(source, OomCause::kFragmentation), "expandable_segments:True"));
+    EXPECT_TRUE(Says(AdviceInFrameworkTerms(source, OomCause::kCapacity), "no PYTORCH_CUDA_ALLOC_CONF setting"));
+    EXPECT_TRUE(Says(AdviceInFrameworkTerms(source, OomCause::kRequestTooLarge), "no allocator setting helps"));
+    EXPECT_TRUE(Says(AdviceInFrameworkTerms(source, OomCause::kBacking), "nvidia-smi"));
+  }
+}
+
+TEST(FrameworkAdvice, TensorflowAndRmmInTheirOwnTerms) {
+  EXPECT_EQ(AdviceInFrameworkTerms("tensorflow-bfc-log", OomCause::kFragmentation).framework, "TensorFlow");
+  EXPECT_TRUE(Says(AdviceInFrameworkTerms("tensorflow-bfc-log", OomCause::kFragmentation), "TF_GPU_ALLOCATOR=cuda_malloc_async"));
+  EXPECT_TRUE(Says(AdviceInFrameworkTerms("tensorflow-bfc-log", OomCause::kBacking), "set_memory_growth"));
+  EXPECT_EQ(AdviceInFrameworkTerms("rmm-csv", OomCause::kFragmentation).framework, "RMM");
+  EXPECT_TRUE(Says(AdviceInFrameworkTerms("rmm-csv", OomCause::kFragmentation), "CudaAsyncMemoryResource"));
+}
+
+TEST(FrameworkAdvice, NoneForOurOwnTracesOrAnUnknownCause) {
+  EXPECT_TRUE(AdviceInFrameworkTerms("fragscope", OomCause::kFragmentation).empty());
+  EXPECT_TRUE(AdviceInFrameworkTerms("oom-message", OomCause::kCapacity).empty());  // messages advise themselves
+  EXPECT_TRUE(AdviceInFrameworkTerms("pytorch-snapshot", OomCause::kUnknown).empty());
+  EXPECT_TRUE(AdviceInFrameworkTerms("tensorflow-bfc-log", OomCause::kUnknown).empty());
+}
+
+}  // namespace
+}  // namespace fragscope::analysis
