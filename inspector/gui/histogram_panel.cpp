@@ -26,6 +26,7 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
   canvas_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0 + width), static_cast<int>(y0 + height)};
   ImDrawList* draw = ImGui::GetWindowDrawList();
   label_rects_.clear();
+  label_texts_.clear();
   if (buckets_.empty()) {
     draw->AddText(ImVec2(x0 + 8, y0 + 8), IM_COL32(200, 200, 200, 255), "no free holes at the cursor");
   } else {
@@ -47,7 +48,10 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
       }
       // Each label at its bar where the previous one has ended (labels differ in width: a fixed
       // stride ran "256.00 KiB1.00 MiB" together), and inside the canvas.
-      const std::string label = FormatBytes(buckets_[k].lower == 0 ? 256 : buckets_[k].lower);
+      // A bar is labelled by its lower bound; the first holds everything below the second's, so it
+      // says so ("256 B" read as if nothing smaller were in it).
+      const std::string label = buckets_[k].lower == 0 ? "< " + FormatBytes(buckets_[k].upper)
+                                                      : FormatBytes(buckets_[k].lower);
       const float text_w = ImGui::CalcTextSize(label.c_str()).x;
       // The last bar's label ends at the canvas's edge when it cannot start at its bar: the largest
       // class is the one most often asked about.
@@ -57,6 +61,7 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
         draw->AddText(ImVec2(lx, base + 1), IM_COL32(180, 180, 180, 255), label.c_str());
         label_rects_.push_back({static_cast<int>(lx), static_cast<int>(base + 1),
                                 static_cast<int>(std::ceil(lx + text_w)), static_cast<int>(base + label_h)});
+        label_texts_.push_back(label);
         label_free_from = lx + text_w + label_gap;
       }
       if (ImGui::IsMouseHoveringRect(ImVec2(bx, y0), ImVec2(bx + bar_w, y0 + height))) {

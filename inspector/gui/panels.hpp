@@ -261,10 +261,12 @@ class HistogramPanel {
   const std::vector<analysis::SizeBucket>& buckets() const { return buckets_; }
   // Where the last frame wrote the bin labels (they never overlap).
   const std::vector<PixelRect>& label_rects() const { return label_rects_; }
+  const std::vector<std::string>& label_texts() const { return label_texts_; }  // as drawn, in order
 
  private:
   PixelRect canvas_rect_;
   std::vector<PixelRect> label_rects_;
+  std::vector<std::string> label_texts_;
   std::vector<analysis::SizeBucket> buckets_;
   std::uint64_t version_ = ~std::uint64_t{0};
   bool by_bytes_ = false;

@@ -128,6 +128,9 @@ TEST(Inspector, BinLabelsNeverOverlap) {
   Render(*app);
   const auto& labels = app->histogram().label_rects();
   ASSERT_GE(labels.size(), 2u);
+  // The first bar holds every hole below the second's lower bound (512 B), and says so.
+  ASSERT_EQ(app->histogram().label_texts().size(), labels.size());
+  EXPECT_EQ(app->histogram().label_texts().front(), "< 512 B");
   const PixelRect canvas = app->histogram().canvas_rect();
   for (std::size_t i = 0; i < labels.size(); ++i) {
     EXPECT_LE(labels[i].x1, canvas.x1) << i;
