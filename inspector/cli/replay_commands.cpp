@@ -56,7 +56,17 @@ void RequireHistory(const evidence::EvidenceInput& input, const SequenceOptions&
   }
 }
 
-analysis::AllocationSequence LoadSequence(const SequenceOptions& options) {
+// The peak LOAD of a sequence, devices summed: every allocation the trace made, and each request
+// that failed in it for the moment it was asked (a replay asks for it again). The lower bound any
+// allocator needs to run the sequence, whatever a replay of it met.
+std::uint64_t SequenceLoad(const analysis::AllocationSequence& sequence) {
+  std::uint64_t load = 0;
+  for (std::uint64_t device : analysis::PeakLoadByDevice(sequence)) load += device;
+  return load;
+}
+
+// `full_load`, when given, receives SequenceLoad of the whole trace, before --recorded-only cut it.
+analysis::AllocationSequence LoadSequence(const SequenceOptions& options, std::uint64_t* full_load = nullptr) {
   const std::string& path = options.trace;
   auto input = evidence::EvidenceInput::Open(path);
   RequireHistory(*input, options);
@@ -67,6 +77,7 @@ analysis::AllocationSequence LoadSequence(const SequenceOptions& options) {
       &input->tags());
   for (const auto& warning : input->warnings()) spdlog::warn("{}", warning);
   for (const auto& warning : sequence.warnings) spdlog::warn("{}", warning);
+  if (full_load != nullptr) *full_load = SequenceLoad(sequence);
   if (options.recorded_only) {
     const std::uint64_t before = sequence.ops.size();
     sequence = analysis::RecordedWindow(std::move(sequence));
@@ -215,15 +226,17 @@ struct CompareOptions : SequenceOptions {
   std::vector<std::string> confs;
 };
 
-// One row of `compare`: several devices are summed, their ratios weighed by reserved bytes.
+// One row of `compare`: several devices are summed, their ratios weighed by reserved bytes. Every
+// row is measured against one peak LOAD, the sequence's own (SequenceLoad), not what its replay
+// happened to hold: a replay that ran out of memory skipped the failed requests, and its own LOAD
+// would make its overhead look perfect.
 struct CompareRow {
   std::string conf;     // canonical, for programs
   std::string display;  // as the user wrote it, for the table
   std::uint64_t peak_load = 0, peak_reserved = 0, ooms = 0;
-  double overhead = 0, utilization = 0, fragmentation = 0, seconds = 0;
+  double utilization = 0, fragmentation = 0, seconds = 0;
 
   void Add(const analysis::DeviceMetrics& m) {
-    peak_load += m.peak_load;
     peak_reserved += m.peak_reserved;
     ooms += m.ooms;  // every OOM, also past the ones diagnosed
     weighted_utilization_ += m.utilization_at_peak * static_cast<double>(m.peak_reserved);
@@ -231,20 +244,28 @@ struct CompareRow {
     const double reserved = static_cast<double>(std::max<std::uint64_t>(peak_reserved, 1));
     utilization = weighted_utilization_ / reserved;
     fragmentation = weighted_fragmentation_ / reserved;
-    overhead = analysis::DeviceMetrics::Overhead(peak_reserved, peak_load);
   }
+  double overhead() const { return analysis::DeviceMetrics::Overhead(peak_reserved, peak_load); }
+  // Did this run hold every allocation of the trace? One with OOMs dropped the requests that
+  // failed: its peak reserved is no measure of what the trace needs.
+  bool fits() const { return ooms == 0; }
 
  private:
   double weighted_utilization_ = 0, weighted_fragmentation_ = 0;
 };
 
 int RunCompare(const CompareOptions& command) {
-  const analysis::AllocationSequence sequence = LoadSequence(command);
+  std::uint64_t full_load = 0;
+  const analysis::AllocationSequence sequence = LoadSequence(command, &full_load);
+  // The LOAD every replay is measured against: that of the sequence it replays (with
+  // --recorded-only the recorded window's; the recorded row keeps the whole trace's).
+  const std::uint64_t load = SequenceLoad(sequence);
   using Row = CompareRow;
   std::vector<Row> table;
   // Blocks live before recording (PyTorch snapshots): every row holds them, so the like-for-like
   // overhead of the recorded window takes them out of every row alike.
   analysis::BeforeRecording before;
+  std::uint64_t recorded_load = 0;  // as `report` counts it: without the requests that failed
   // First row: what the trace itself recorded (PyTorch's or TensorFlow's allocator, or ours), so
   // the replays read against it.
   {
@@ -258,12 +279,14 @@ int RunCompare(const CompareOptions& command) {
                                                                      : input->header().producer);
     for (std::uint32_t device : model->devices()) {
       row.Add(model->Metrics(device));
+      recorded_load += model->Metrics(device).peak_load;
       if (const auto b = analysis::BeforeRecordingOf(input->header(), device)) {
         before.blocks += b->blocks;
         before.bytes += b->bytes;
         before.requested += b->requested;
       }
     }
+    row.peak_load = full_load;
     table.push_back(row);
   }
   // None given: the default policy, and what TensorFlow's allocator would have reserved with
@@ -289,18 +312,19 @@ int RunCompare(const CompareOptions& command) {
                                                                         : std::string("default policy");
     row.seconds = result.seconds;
     for (const auto& device : result.devices) row.Add(device.metrics);
+    row.peak_load = load;
     table.push_back(row);
   }
   if (command.json) {
     auto row_json = [&](const Row& row) {
       nlohmann::json out{{"alloc_conf", row.conf}, {"peak_load", row.peak_load},
-                         {"peak_reserved", row.peak_reserved}, {"overhead", row.overhead},
+                         {"peak_reserved", row.peak_reserved}, {"overhead", row.overhead()},
                          {"utilization_at_peak", row.utilization},
                          {"fragmentation_at_peak", row.fragmentation}, {"ooms", row.ooms},
-                         {"seconds", row.seconds}};
+                         {"fits", row.fits()}, {"seconds", row.seconds}};
       if (before.blocks > 0 && row.peak_load > before.requested)
         out["overhead_like_for_like"] = replays_lack_blocks && &row != &table.front()
-                                            ? row.overhead
+                                            ? row.overhead()
                                             : before.LikeForLikeOverhead(row.peak_reserved, row.peak_load);
       return out;
     };
@@ -310,7 +334,7 @@ int RunCompare(const CompareOptions& command) {
     recorded.erase("seconds");
     recorded["producer"] = recorded["alloc_conf"];
     recorded.erase("alloc_conf");
-    nlohmann::json out{{"trace", command.trace}, {"events", sequence.ops.size()},
+    nlohmann::json out{{"trace", command.trace}, {"events", sequence.ops.size()}, {"peak_load", load},
                        {"recorded", recorded}, {"configurations", rows}};
     if (before.blocks > 0)
       out["before_recording"] = {{"blocks", before.blocks}, {"bytes", before.bytes}, {"requested", before.requested}};
@@ -320,24 +344,38 @@ int RunCompare(const CompareOptions& command) {
   fmt::print("{} allocation events of {}\n\n", sequence.ops.size(), DisplayName(command.trace));
   const bool like_for_like = before.blocks > 0 && !table.empty() && table.front().peak_load > before.requested;
   const auto like_for_like_of = [&](const Row& row) {
-    if (replays_lack_blocks && &row != &table.front()) return FormatRatio(row.overhead);
+    if (replays_lack_blocks && &row != &table.front()) return FormatRatio(row.overhead());
     return row.peak_load > before.requested ? FormatRatio(before.LikeForLikeOverhead(row.peak_reserved, row.peak_load))
                                             : std::string("-");
   };
+  // A row that ran out of memory is marked: its overhead is against the same LOAD, but its run
+  // dropped the failed requests, so it can read below 1.00 and is no measure of what it needs.
+  bool any_short = false;
   std::vector<std::vector<std::string>> rows = {
       {"configuration", "peak reserved", "overhead", "util@peak", "frag@peak", "OOMs", "replay"}};
   if (like_for_like) rows.front().insert(rows.front().begin() + 3, "like-for-like");
   for (const Row& row : table) {
-    rows.push_back({row.display, FormatBytes(row.peak_reserved), FormatRatio(row.overhead),
-                    FormatRatio(row.utilization), FormatRatio(row.fragmentation), std::to_string(row.ooms),
+    any_short |= !row.fits();
+    rows.push_back({row.display, FormatBytes(row.peak_reserved),
+                    FormatRatio(row.overhead()) + (row.fits() ? " " : "*"), FormatRatio(row.utilization),
+                    FormatRatio(row.fragmentation), std::to_string(row.ooms),
                     &row == &table.front() ? std::string("-") : fmt::format("{:.2f} s", row.seconds)});
     if (like_for_like)
       rows.back().insert(rows.back().begin() + 3, like_for_like_of(row));
   }
   fmt::print("{}", FormatTable(rows));
-  if (table.size() > 1) {
-    fmt::print("\npeak LOAD (the least any allocator needs): {}{}\n", FormatBytes(table[1].peak_load),
-               replays_lack_blocks && before.blocks > 0 ? " (the recorded window: --recorded-only)" : "");
+  fmt::print("\npeak LOAD (the least any allocator needs): {}{}\n", FormatBytes(load),
+             replays_lack_blocks && before.blocks > 0 ? " (the recorded window: --recorded-only)" : "");
+  if (sequence.recorded_ooms > 0) {
+    fmt::print("  with the {} request(s) that failed in the trace, which every replay asks for again{}\n",
+               sequence.recorded_ooms,
+               replays_lack_blocks ? std::string()
+                                   : fmt::format("\n  (without them, as `report` counts: {})", FormatBytes(recorded_load)));
+  }
+  if (any_short) {
+    fmt::print("* ran out of memory: the run did not hold the whole trace. Its peak reserved leaves out the\n"
+               "  requests that failed, so its overhead is no measure of what it needs (`fragscope min-limit`\n"
+               "  finds that)\n");
   }
   if (like_for_like) {
     fmt::print("like-for-like: overhead of the recorded window, without the {} in {} blocks that were "

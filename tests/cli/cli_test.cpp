@@ -270,6 +270,62 @@ TEST_F(Cli, CompareHasOneRowPerConfiguration) {
   EXPECT_NE(text.out.find("expandable=on"), std::string::npos);
 }
 
+// A contract review: compare divided each row by the peak LOAD of its own replay, which skips the
+// requests that failed, so a replay with 327 OOMs under limit=1GiB read "overhead 1.00" and the
+// footer gave its 1023 MiB as "the least any allocator needs" (report: 2.54 GiB). Every row is now
+// measured against the trace's LOAD, and a row that ran out of memory says so.
+TEST_F(Cli, CompareMeasuresEveryRowAgainstTheTracesLoad) {
+  ASSERT_EQ(Run({"synth", "--events", "2000", "--seed", "1", "--out", Path("s.fst")}).code, 0);
+  const auto report = nlohmann::json::parse(Run({"report", Path("s.fst"), "--json"}).out);
+  const std::uint64_t load = report["devices"][0]["peak_load"];
+  ASSERT_EQ(load, 2731490482u);  // 2.54 GiB, no OOM recorded: report and replays agree on it
+  Result r = Run({"compare", Path("s.fst"), "--alloc-conf", "limit=1GiB", "--alloc-conf", "growth=off", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["peak_load"], load);
+  EXPECT_EQ(json["recorded"]["peak_load"], load);
+  EXPECT_EQ(json["recorded"]["fits"], true);
+  const auto& limited = json["configurations"][0];
+  EXPECT_EQ(limited["peak_load"], load) << "the trace's LOAD, not the 1023 MiB the failing replay held";
+  EXPECT_EQ(limited["ooms"], 327);
+  EXPECT_EQ(limited["fits"], false);
+  EXPECT_EQ(limited["peak_reserved"], 1u << 30);
+  EXPECT_NEAR(limited["overhead"].get<double>(), 1073741824.0 / 2731490482.0, 1e-12);  // 0.39: not perfect
+  const auto& whole = json["configurations"][1];
+  EXPECT_EQ(whole["peak_load"], load);
+  EXPECT_EQ(whole["ooms"], 0);
+  EXPECT_EQ(whole["fits"], true);
+  EXPECT_NEAR(whole["overhead"].get<double>(), whole["peak_reserved"].get<double>() / 2731490482.0, 1e-12);
+
+  // The finding's own repro: the configuration from the environment, in text.
+  ASSERT_EQ(setenv("FRAGSCOPE_ALLOC_CONF", "limit=1GiB", 1), 0);
+  r = Run({"compare", Path("s.fst"), "--alloc-conf", ""});
+  unsetenv("FRAGSCOPE_ALLOC_CONF");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("$FRAGSCOPE_ALLOC_CONF                     1.00 GiB     0.39*       1.00       0.30   327"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\npeak LOAD (the least any allocator needs): 2.54 GiB\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n* ran out of memory: the run did not hold the whole trace."), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("1023.13 MiB"), std::string::npos) << r.out;
+
+  // A trace that recorded OOMs: every replay asks for the failed requests again, so the LOAD is
+  // min-limit's, and the recorded run that failed 29 times is marked as not fitting.
+  r = Run({"compare", Sample("synth-oom.fst"), "--alloc-conf", "growth=on", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto oom = nlohmann::json::parse(r.out);
+  const auto min_limit = nlohmann::json::parse(Run({"min-limit", Sample("synth-oom.fst"), "--json"}).out);
+  EXPECT_EQ(oom["peak_load"], 2109993093u);
+  EXPECT_EQ(oom["peak_load"], min_limit["peak_load"]);
+  EXPECT_EQ(oom["recorded"]["peak_load"], oom["peak_load"]);
+  EXPECT_EQ(oom["recorded"]["ooms"], 29);
+  EXPECT_EQ(oom["recorded"]["fits"], false);
+  EXPECT_EQ(oom["configurations"][0]["peak_load"], oom["peak_load"]);
+  r = Run({"compare", Sample("synth-oom.fst"), "--alloc-conf", "growth=on"});
+  EXPECT_NE(r.out.find("peak LOAD (the least any allocator needs): 1.97 GiB\n  with the 29 request(s) that failed "
+                       "in the trace, which every replay asks for again\n  (without them, as `report` counts: 1.91 GiB)"),
+            std::string::npos) << r.out;
+}
+
 TEST_F(Cli, ConvertRoundTripKeepsTheReport) {
   ASSERT_EQ(Run({"convert", Sample("synth-small.fst"), Path("t.jsonl")}).code, 0);
   ASSERT_EQ(Run({"convert", Path("t.jsonl"), Path("t.fst"), "--to", "fst"}).code, 0);
