@@ -235,6 +235,9 @@ struct CompareRow {
   std::string display;  // as the user wrote it, for the table
   std::uint64_t peak_load = 0, peak_reserved = 0, ooms = 0;
   double utilization = 0, fragmentation = 0, seconds = 0;
+  // False for evidence that records allocations but no reserved memory (an RMM log, a
+  // torch.profiler trace without Total Reserved): no peak reserved, so no ratio either.
+  bool reserved_known = true;
 
   void Add(const analysis::DeviceMetrics& m) {
     peak_reserved += m.peak_reserved;
@@ -287,6 +290,7 @@ int RunCompare(const CompareOptions& command) {
       }
     }
     row.peak_load = full_load;
+    row.reserved_known = row.peak_reserved > 0 || recorded_load == 0;  // as `report` decides it
     table.push_back(row);
   }
   // None given: the default policy, and what TensorFlow's allocator would have reserved with
@@ -326,6 +330,13 @@ int RunCompare(const CompareOptions& command) {
         out["overhead_like_for_like"] = replays_lack_blocks && &row != &table.front()
                                             ? row.overhead()
                                             : before.LikeForLikeOverhead(row.peak_reserved, row.peak_load);
+      if (!row.reserved_known) {  // null, never 0, as in `report`
+        out["reserved_known"] = false;
+        for (const char* key : {"peak_reserved", "overhead", "utilization_at_peak", "fragmentation_at_peak",
+                                "overhead_like_for_like"}) {
+          if (out.contains(key)) out[key] = nullptr;
+        }
+      }
       return out;
     };
     nlohmann::json rows = nlohmann::json::array();
@@ -344,6 +355,7 @@ int RunCompare(const CompareOptions& command) {
   fmt::print("{} allocation events of {}\n\n", sequence.ops.size(), DisplayName(command.trace));
   const bool like_for_like = before.blocks > 0 && !table.empty() && table.front().peak_load > before.requested;
   const auto like_for_like_of = [&](const Row& row) {
+    if (!row.reserved_known) return std::string("-");
     if (replays_lack_blocks && &row != &table.front()) return FormatRatio(row.overhead());
     return row.peak_load > before.requested ? FormatRatio(before.LikeForLikeOverhead(row.peak_reserved, row.peak_load))
                                             : std::string("-");
@@ -356,9 +368,11 @@ int RunCompare(const CompareOptions& command) {
   if (like_for_like) rows.front().insert(rows.front().begin() + 3, "like-for-like");
   for (const Row& row : table) {
     any_short |= !row.fits();
-    rows.push_back({row.display, FormatBytes(row.peak_reserved),
-                    FormatRatio(row.overhead()) + (row.fits() ? " " : "*"), FormatRatio(row.utilization),
-                    FormatRatio(row.fragmentation), std::to_string(row.ooms),
+    // Reserved memory the evidence does not record is "-", not "0 B" and ratios of 0.
+    const auto known = [&](std::string text) { return row.reserved_known ? text : std::string("-"); };
+    rows.push_back({row.display, known(FormatBytes(row.peak_reserved)),
+                    known(FormatRatio(row.overhead())) + (row.fits() ? " " : "*"), known(FormatRatio(row.utilization)),
+                    known(FormatRatio(row.fragmentation)), std::to_string(row.ooms),
                     &row == &table.front() ? std::string("-") : fmt::format("{:.2f} s", row.seconds)});
     if (like_for_like)
       rows.back().insert(rows.back().begin() + 3, like_for_like_of(row));

@@ -128,6 +128,44 @@ TEST_F(Cli, UnknownNumbersAreNullInJson) {
   }
 }
 
+// A contract review: compare's "as recorded" row of evidence that records no reserved memory (an RMM
+// log, a torch.profiler trace) printed "0 B 0.00 0.00 0.00" and JSON 0s; it is "-" and null, with
+// reserved_known false, as in `report`.
+TEST_F(Cli, CompareShowsUnrecordedReservedMemoryAsUnknown) {
+  ASSERT_EQ(Run({"convert", Sample("synth-small.fst"), Path("t.csv")}).code, 0);
+  std::vector<std::string> traces = {Path("t.csv")};
+  const std::string profile = std::string(FRAGSCOPE_SOURCE_DIR) +
+                              "/../shared/data/torch_profiler/kineto_resnet50_train_memevents.pt.trace.json.gz";
+  if (fs::exists(profile)) traces.push_back(profile);
+  for (const std::string& trace : traces) {
+    Result r = Run({"compare", trace, "--alloc-conf", "growth=on", "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto json = nlohmann::json::parse(r.out);
+    const auto& recorded = json["recorded"];
+    EXPECT_EQ(recorded["reserved_known"], false) << trace;
+    for (const char* key : {"peak_reserved", "overhead", "utilization_at_peak", "fragmentation_at_peak"}) {
+      EXPECT_TRUE(recorded[key].is_null()) << trace << ": " << key << " = " << recorded[key];
+    }
+    EXPECT_GT(recorded["peak_load"].get<std::uint64_t>(), 0u) << trace;
+    // The replayed rows have reserved memory of their own.
+    EXPECT_FALSE(json["configurations"][0].contains("reserved_known")) << trace;
+    EXPECT_GT(json["configurations"][0]["peak_reserved"].get<std::uint64_t>(),
+              recorded["peak_load"].get<std::uint64_t>()) << trace;
+    r = Run({"compare", trace, "--alloc-conf", "growth=on"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::size_t row = r.out.find("as recorded (");
+    ASSERT_NE(row, std::string::npos) << r.out;
+    const std::string line = r.out.substr(row, r.out.find('\n', row) - row);
+    EXPECT_NE(line.find(")              -        -           -          -     0       -"), std::string::npos) << line;
+    EXPECT_EQ(line.find("0 B"), std::string::npos) << line;
+    EXPECT_EQ(line.find("0.00"), std::string::npos) << line;
+  }
+  // The RMM log's LOAD is the trace's: the same as report's of the original.
+  const auto original = nlohmann::json::parse(Run({"report", Sample("synth-small.fst"), "--json"}).out);
+  const auto csv = nlohmann::json::parse(Run({"compare", Path("t.csv"), "--alloc-conf", "growth=on", "--json"}).out);
+  EXPECT_EQ(csv["recorded"]["peak_load"], original["devices"][0]["peak_load"]);
+}
+
 // An error message converts to nothing (its numbers are in report's diagnosis, not in events):
 // refused, as replay refuses it, instead of an empty trace and exit 0.
 TEST_F(Cli, ConvertRefusesAnErrorMessage) {
