@@ -51,6 +51,15 @@ int RunConvert(const ConvertOptions& options) {
                                  "nothing to convert; `fragscope report` explains it",
                                  options.in, input->format()));
   }
+  if (input->header().kind == traces::EvidenceKind::kState && (to == "rmm-csv" || to == "chrome")) {
+    // An RMM log and a Chrome trace hold events in time only: written from a state, its live chunks
+    // would read back as allocations made one after another, an invented history (DESIGN.md).
+    throw UsageError(fmt::format(
+        "{}: a state ({}): one moment of memory, not a history of allocations and frees, and {} holds "
+        "only a history: writing one would invent an order of allocations. A fragscope trace (.fst, "
+        "--to fst) or JSON Lines (.jsonl, --to jsonl) keeps it as a state",
+        options.in, input->format(), to == "rmm-csv" ? "an RMM CSV log" : "a Chrome trace"));
+  }
   ProgressBar bar("converting", input->bytes_total());
   std::vector<traces::Event> block;
   std::uint64_t events = 0;

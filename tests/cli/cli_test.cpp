@@ -405,6 +405,44 @@ TEST_F(Cli, ConvertsToRmmCsvAndChromeTrace) {
   EXPECT_TRUE(counter);
 }
 
+// A contract review: convert of a state (one moment: a TensorFlow dump, a snapshot without trace
+// events) to an RMM log or a Chrome trace wrote an invented history (min-limit then answered on the
+// RMM log; the Chrome counters rose over 635 us). Refused; .fst and .jsonl keep it a state.
+TEST_F(Cli, ConvertRefusesToWriteAStateAsAHistory) {
+  std::vector<std::string> states = {std::string(FRAGSCOPE_SOURCE_DIR) + "/tests/hostile/inputs/tf_clean.log"};
+  const std::string flexgen = std::string(FRAGSCOPE_SOURCE_DIR) + "/../shared/data/torch/pt_flexgen_opt_oom_state.pickle";
+  if (fs::exists(flexgen)) states.push_back(flexgen);
+  for (const std::string& state : states) {
+    for (const auto& [out, to] : std::vector<std::pair<std::string, std::string>>{
+             {"x.csv", ""}, {"x.json", ""}, {"x.fst", "rmm-csv"}, {"y.jsonl", "chrome"}}) {
+      std::vector<std::string> args = {"convert", state, Path(out)};
+      if (!to.empty()) args.insert(args.end(), {"--to", to});
+      const Result r = Run(args);
+      EXPECT_EQ(r.code, 2) << state << " -> " << out << " " << to;
+      EXPECT_EQ(r.err.rfind("error: " + state + ": a state (", 0), 0u) << r.err;
+      EXPECT_NE(r.err.find(to == "chrome" || out == "x.json" ? "a Chrome trace holds only a history"
+                                                             : "an RMM CSV log holds only a history"),
+                std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("A fragscope trace (.fst, --to fst) or JSON Lines (.jsonl, --to jsonl) keeps it as a state"),
+                std::string::npos) << r.err;
+      EXPECT_FALSE(fs::exists(Path(out))) << out;
+    }
+    // The formats that can hold a state keep it one, with the same numbers.
+    const auto original = nlohmann::json::parse(Run({"report", state, "--json"}).out);
+    for (const char* out : {"s.fst", "s.jsonl"}) {
+      ASSERT_EQ(Run({"convert", state, Path(out)}).code, 0) << out;
+      const auto back = nlohmann::json::parse(Run({"report", Path(out), "--json"}).out);
+      ASSERT_EQ(back["devices"].size(), original["devices"].size());
+      for (std::size_t i = 0; i < back["devices"].size(); ++i) {
+        EXPECT_EQ(back["devices"][i]["kind"], "state") << out;
+        EXPECT_EQ(back["devices"][i]["in_use"], original["devices"][i]["in_use"]) << out;
+        EXPECT_EQ(back["devices"][i]["reserved"], original["devices"][i]["reserved"]) << out;
+      }
+      fs::remove(Path(out));
+    }
+  }
+}
+
 TEST_F(Cli, ReadsOtherToolsFilesByContent) {
   const fs::path data = fs::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data";
   if (!fs::exists(data)) GTEST_SKIP() << data << " is absent: no third-party traces to read";
