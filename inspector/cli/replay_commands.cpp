@@ -93,6 +93,9 @@ analysis::AllocationSequence LoadSequence(const SequenceOptions& options, std::u
   return sequence;
 }
 
+// The configuration a replay runs, resolved so that printing it (canonical form) says what ran: the
+// backing is sim (another is replaced, keeping the paging choice it resolves to), and --capacity
+// is the configuration's capacity.
 analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::string& conf_text) {
   analysis::ReplayOptions options;
   // No --alloc-conf: FRAGSCOPE_ALLOC_CONF, else the default policy (ResolveAllocConf names the
@@ -103,6 +106,17 @@ analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::st
   } catch (const ConfigError& error) {
     if (source != "--alloc-conf") throw;
     throw ConfigError(error.key(), fmt::format("--alloc-conf: {}", error.what()));  // name the flag
+  }
+  AllocConf& conf = options.conf;
+  if (conf.backing != BackingKind::kSim) {
+    // A replay runs on a simulated device. The policy stays the one the backing would have run:
+    // paging where it pages (vmm, host), regions where it cannot (cuda, async).
+    const bool paging = conf.Paging();
+    spdlog::warn("{}: backing={} replaced by backing=sim: a replay runs on a simulated device (expandable={}, as "
+                 "backing={} resolves it)", source, ToString(conf.backing), paging ? "on" : "off",
+                 ToString(conf.backing));
+    conf.expandable = paging;
+    conf.backing = BackingKind::kSim;
   }
   if (!common.capacity.empty()) {
     const std::uint64_t capacity = ParseSizeOption("--capacity", common.capacity);
@@ -115,9 +129,23 @@ analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::st
       throw UsageError(fmt::format("--capacity: '{}' is too large: the capacity must be at most {}",
                                    common.capacity, FormatSizeExact(traces::kMaxBytes)));
     }
-    options.capacity = capacity;
+    // Two sizes for one device: one would be dropped without a word (the other then printed).
+    if (conf.capacity) {
+      throw UsageError(fmt::format("--capacity {} and capacity={} in {} both set the size of the simulated "
+                                   "device: give one of them", common.capacity, FormatSizeExact(*conf.capacity),
+                                   source));
+    }
+    conf.capacity = capacity;
   }
   return options;
+}
+
+// Another run of the same configuration, without the recording, progress and stop rule of `options`.
+analysis::ReplayOptions SameConfiguration(const analysis::ReplayOptions& options) {
+  analysis::ReplayOptions again;
+  again.conf = options.conf;
+  again.capacity = options.capacity;
+  return again;
 }
 
 // ---------------------------------------------------------------------------------------- replay
@@ -155,7 +183,7 @@ int RunReplay(const ReplayCommandOptions& command) {
   for (const auto& device : result.devices) any_oom |= device.metrics.ooms > 0;
   if (any_oom && command.min_limit && options.conf.virtual_devices.empty()) {
     // What limit this policy needs for the whole trace, by bisection over replays.
-    analysis::ReplayOptions search = MakeOptions(command, command.conf);
+    analysis::ReplayOptions search = SameConfiguration(options);
     const analysis::MinLimitResult fit = analysis::FindMinLimit(sequence, search);
     if (fit.fits_at_all) {
       for (auto& device : result.devices) {
@@ -167,7 +195,7 @@ int RunReplay(const ReplayCommandOptions& command) {
     // The allocator's free advice (gc, expandable), checked against the whole trace by replay.
     std::uint64_t ooms_here = 0;
     if (result.stopped_at_oom) {
-      analysis::ReplayOptions all = MakeOptions(command, command.conf);
+      analysis::ReplayOptions all = SameConfiguration(options);
       all.continue_past_oom = true;
       all.max_diagnoses = 0;
       for (const auto& device : analysis::Replay(sequence, all).devices) ooms_here += device.metrics.ooms;

@@ -655,6 +655,64 @@ TEST_F(Cli, CapacityZeroIsRefused) {
   EXPECT_EQ(Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "growth=on", "--capacity", "8GiB"}).code, 0);
 }
 
+// A contract review: --capacity silently overrode a capacity= in the configuration, whose printed
+// alloc_conf then showed the one not used (capacity=8GiB for a run on 2 GiB), and a backing other
+// than sim was printed though sim ran. The printed configuration is now what ran; two capacities are
+// a usage error, in replay, compare and min-limit, from --alloc-conf or FRAGSCOPE_ALLOC_CONF.
+TEST_F(Cli, ThePrintedConfigurationIsTheOneThatRan) {
+  for (const char* command : {"replay", "compare", "min-limit"}) {
+    Result r = Run({command, Sample("synth-small.fst"), "--alloc-conf", "capacity=8GiB", "--capacity", "2GiB", "--json"});
+    EXPECT_EQ(r.code, 2) << command;
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+              "error: --capacity 2GiB and capacity=8GiB in --alloc-conf both set the size of the simulated device: "
+              "give one of them") << command;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    ASSERT_EQ(setenv("FRAGSCOPE_ALLOC_CONF", "growth=on,capacity=8GiB", 1), 0);
+    r = Run({command, Sample("synth-small.fst"), "--capacity", "2GiB"});
+    unsetenv("FRAGSCOPE_ALLOC_CONF");
+    EXPECT_EQ(r.code, 2) << command;
+    EXPECT_EQ(r.err.rfind("error: --capacity 2GiB and capacity=8GiB in FRAGSCOPE_ALLOC_CONF both set", 0), 0u) << r.err;
+  }
+  // --capacity alone is printed as the configuration's capacity, and is what the replay ran on:
+  // preallocate=1 reserves the whole device at start.
+  Result r = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "preallocate=1", "--capacity", "6GiB", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["alloc_conf"], "backing=sim,capacity=6GiB,device=0,external_use=0,growth=on,preallocate=1,gc=on,"
+                                "expandable=off,passthrough=off");
+  EXPECT_EQ(json["devices"][0]["peak_reserved"], 6ull << 30);
+  r = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "preallocate=1,capacity=6GiB", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["alloc_conf"], json["alloc_conf"]);
+  r = Run({"compare", Sample("synth-small.fst"), "--alloc-conf", "preallocate=1", "--capacity", "6GiB", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["configurations"][0]["alloc_conf"], json["alloc_conf"]);
+  r = Run({"min-limit", Sample("synth-small.fst"), "--alloc-conf", "preallocate=1", "--capacity", "6GiB", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["alloc_conf"], json["alloc_conf"]);
+
+  // Another backing is replaced by sim, with the paging choice it resolves to: cuda cannot page,
+  // so the replay runs regions (as printed), the same run as backing=sim,expandable=off.
+  r = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "backing=cuda", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["alloc_conf"], "backing=sim,device=0,external_use=0,growth=on,preallocate=off,gc=on,expandable=off,"
+                                "passthrough=off");
+  EXPECT_NE(r.err.find("--alloc-conf: backing=cuda replaced by backing=sim: a replay runs on a simulated device "
+                       "(expandable=off, as backing=cuda resolves it)"), std::string::npos) << r.err;
+  Result same = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "expandable=off", "--json"});
+  auto expected = nlohmann::json::parse(same.out);
+  EXPECT_EQ(json["alloc_conf"], expected["alloc_conf"]);
+  EXPECT_EQ(json["devices"], expected["devices"]);
+  EXPECT_EQ(json["devices"][0]["maps"], 0) << "no page mapped: regions ran";
+  // vmm pages, like sim: the default paging policy runs, and says so.
+  r = Run({"replay", Sample("synth-small.fst"), "--alloc-conf", "backing=vmm", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  same = Run({"replay", Sample("synth-small.fst"), "--json"});
+  EXPECT_EQ(nlohmann::json::parse(r.out)["alloc_conf"], nlohmann::json::parse(same.out)["alloc_conf"]);
+  EXPECT_GT(nlohmann::json::parse(r.out)["devices"][0]["maps"].get<std::uint64_t>(), 0u);
+}
+
 // Issue 13: compare with one --alloc-conf compares it against the trace as recorded (documented in
 // docs/cli.md); a blank configuration is the defaults.
 TEST_F(Cli, CompareWithOneConfigurationComparesAgainstTheRecordedRun) {
