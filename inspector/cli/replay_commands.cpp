@@ -96,7 +96,10 @@ analysis::AllocationSequence LoadSequence(const SequenceOptions& options, std::u
 // The configuration a replay runs, resolved so that printing it (canonical form) says what ran: the
 // backing is sim (another is replaced, keeping the paging choice it resolves to), and --capacity
 // is the configuration's capacity.
-analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::string& conf_text) {
+// `source_out`, when given, receives where the configuration came from: --alloc-conf,
+// FRAGSCOPE_ALLOC_CONF or defaults.
+analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::string& conf_text,
+                                    std::string* source_out = nullptr) {
   analysis::ReplayOptions options;
   // No --alloc-conf: FRAGSCOPE_ALLOC_CONF, else the default policy (ResolveAllocConf names the
   // environment variable in its own errors).
@@ -137,6 +140,7 @@ analysis::ReplayOptions MakeOptions(const SequenceOptions& common, const std::st
     }
     conf.capacity = capacity;
   }
+  if (source_out != nullptr) *source_out = source;
   return options;
 }
 
@@ -433,8 +437,16 @@ struct MinLimitOptions : SequenceOptions {
 };
 
 int RunMinLimit(const MinLimitOptions& command) {
+  std::string source;
+  analysis::ReplayOptions options = MakeOptions(command, command.conf, &source);
+  if (options.conf.limit) {
+    // The search sets the limit of every probe: the user's would be dropped without a word.
+    throw UsageError(fmt::format("{}: limit={}: min-limit searches the limit itself (the smallest at which the "
+                                 "configuration runs the trace, from peak LOAD up to the capacity); give the "
+                                 "configuration without limit= (`fragscope replay` runs one limit)",
+                                 source, FormatSizeExact(*options.conf.limit)));
+  }
   const analysis::AllocationSequence sequence = LoadSequence(command);
-  analysis::ReplayOptions options = MakeOptions(command, command.conf);
   const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, options);
   const double overhead = analysis::DeviceMetrics::Overhead(result.min_limit, result.peak_load);
   if (command.json) {

@@ -287,6 +287,29 @@ TEST_F(Cli, MinLimitRunsAndOneMebibyteLessRunsOutOfMemory) {
   EXPECT_FALSE(nlohmann::json::parse(fails.out)["devices"][0]["ooms"].empty());
 }
 
+// A contract review: min-limit --alloc-conf limit=1GiB dropped the user's limit without a word and
+// exited 0. It searches the limit itself: a limit= in its configuration is a usage error.
+TEST_F(Cli, MinLimitRefusesALimitInItsConfiguration) {
+  Result r = Run({"min-limit", Sample("synth-small.fst"), "--alloc-conf", "growth=on,limit=1GiB", "--json"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            "error: --alloc-conf: limit=1GiB: min-limit searches the limit itself (the smallest at which the "
+            "configuration runs the trace, from peak LOAD up to the capacity); give the configuration without "
+            "limit= (`fragscope replay` runs one limit)");
+  ASSERT_EQ(setenv("FRAGSCOPE_ALLOC_CONF", "limit=3GiB", 1), 0);
+  r = Run({"min-limit", Sample("synth-small.fst")});
+  const Result replay = Run({"replay", Sample("synth-small.fst"), "--json"});  // replay runs that limit
+  unsetenv("FRAGSCOPE_ALLOC_CONF");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("error: FRAGSCOPE_ALLOC_CONF: limit=3GiB: min-limit searches the limit itself", 0), 0u) << r.err;
+  EXPECT_NE(nlohmann::json::parse(replay.out)["alloc_conf"].get<std::string>().find("limit=3GiB"), std::string::npos);
+  // Without it the search runs, as before.
+  r = Run({"min-limit", Sample("synth-small.fst"), "--alloc-conf", "growth=on", "--json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["fits"], true);
+}
+
 TEST_F(Cli, CompareHasOneRowPerConfiguration) {
   const Result r = Run({"compare", Sample("synth-small.fst"), "--alloc-conf", "growth=on",
                         "--alloc-conf", "growth=off", "--alloc-conf", "expandable=on", "--json"});

@@ -41,8 +41,8 @@ std::uint32_t StepsLeft(std::uint64_t lo, std::uint64_t hi) {
 MinLimitResult FindMinLimit(const AllocationSequence& sequence, const ReplayOptions& options) {
   if (!options.conf.virtual_devices.empty()) {
     throw ConfigError("virtual_devices",
-                      "min-limit sets one limit for every device; use limit= instead of "
-                      "virtual_devices");
+                      "min-limit searches one limit for every device: give the configuration "
+                      "without virtual_devices");
   }
   MinLimitResult result;
   for (std::uint64_t load : PeakLoadByDevice(sequence)) {

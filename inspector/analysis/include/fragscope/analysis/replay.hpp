@@ -84,7 +84,7 @@ struct MinLimitResult {
 // device under the same limit, between max(peak LOAD rounded down to 1 MiB, 1 MiB) and the capacity
 // (options.capacity, conf.capacity, the trace's, else 80 GiB) less external_use. Each probe is a
 // Replay that stops at its first OOM. options.progress gets (replays done, replays expected).
-// Throws ConfigError, also for virtual_devices (use limit= instead).
+// Throws ConfigError, also for virtual_devices. conf.limit is ignored: the search sets it.
 MinLimitResult FindMinLimit(const AllocationSequence& sequence, const ReplayOptions& options);
 
 }  // namespace fragscope::analysis
