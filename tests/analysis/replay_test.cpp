@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
@@ -232,6 +233,83 @@ TEST(AllocationSequence, SynthTraceIsFullyMatched) {
 }
 
 // --- replay ---
+
+// A contract review: `replay --out` dropped every marker, so the replayed trace had no step lines
+// in `report` and no step markers in the inspector. Markers keep their place among the ops (a
+// marker on a device with no allocation has none in a replay and is left out).
+TEST(Replay, RecordsTheTracesMarkersAtTheirPlace) {
+  const std::vector<std::string> tags = {"step 0 begin", "orphan", "step 0 end", "late"};
+  const auto marker = [](std::uint32_t device, traces::TagId tag, std::uint64_t seq, std::uint64_t time) {
+    Event e;
+    e.type = EventType::kMarker;
+    e.device = device;
+    e.tag = tag;
+    e.seq = seq;
+    e.time_ns = time;
+    return e;
+  };
+  const auto at = [](Event e, std::uint64_t time) {
+    e.time_ns = time;
+    return e;
+  };
+  const std::vector<Event> events = {
+      marker(0, 1, 0, 10),          at(Alloc(0, 0x1000, 1000, 1, 1), 20), marker(1, 2, 2, 25),
+      at(Alloc(0, 0x2000, 2000, 2, 3), 30), marker(0, 3, 4, 35),     at(Free(0, 0x1000, 1, 5), 40),
+      at(Free(0, 0x2000, 2, 6), 50),        marker(0, 4, 7, 60)};
+  traces::TraceHeader header;
+  const AllocationSequence sequence = Build(header, events, &tags);
+  ASSERT_EQ(sequence.markers.size(), 3u) << "the marker of device 1, which has no allocation, is left out";
+  EXPECT_EQ(std::tuple(sequence.markers[0].before_op, sequence.markers[0].tag, sequence.markers[0].seq), std::tuple(0u, 1u, 0u));
+  EXPECT_EQ(std::tuple(sequence.markers[1].before_op, sequence.markers[1].tag, sequence.markers[1].seq), std::tuple(2u, 3u, 4u));
+  EXPECT_EQ(std::tuple(sequence.markers[2].before_op, sequence.markers[2].tag, sequence.markers[2].seq), std::tuple(4u, 4u, 7u));
+
+  RecordingSink sink;
+  std::vector<std::uint64_t> source_seq;
+  ReplayOptions options = Options("growth=on,expandable=off");
+  options.record = &sink;
+  options.record_source_seq = &source_seq;
+  Replay(sequence, options);
+  // What the replay recorded, region events left out: the allocations, frees and markers in the
+  // trace's order, markers by name at their timestamps (the first not before the replay's first event).
+  std::vector<std::string> recorded;
+  for (const Event& e : sink.events()) {
+    if (e.type == EventType::kMarker) {
+      recorded.push_back(fmt::format("{} {}@{}", sink.Name(e.tag), e.device, e.time_ns));
+    } else if (e.type == EventType::kAlloc || e.type == EventType::kFree) {
+      recorded.push_back(fmt::format("{} {}@{}", ToString(e.type), e.size, e.time_ns));
+    }
+  }
+  EXPECT_EQ(recorded, (std::vector<std::string>{"step 0 begin 0@20", "alloc 1000@20", "alloc 2000@30",
+                                                "step 0 end 0@35", "free 1000@40", "free 2000@50", "late 0@60"}));
+  EXPECT_EQ(source_seq.size(), sink.events().size());
+  EXPECT_TRUE(std::is_sorted(source_seq.begin(), source_seq.end()));
+  // A replay that stops at an OOM records no marker past it.
+  {
+    QuietOoms quiet;
+    RecordingSink stopped;
+    ReplayOptions tight = Options("growth=on,expandable=off,limit=2MiB,capacity=2MiB");
+    AllocationSequence big = sequence;
+    big.ops[1].size = 3 * MiB;  // the second allocation fails
+    tight.record = &stopped;
+    ASSERT_TRUE(Replay(big, tight).stopped_at_oom);
+    std::vector<std::string> names;
+    for (const Event& e : stopped.events()) {
+      if (e.type == EventType::kMarker) names.push_back(stopped.Name(e.tag));
+    }
+    EXPECT_EQ(names, std::vector<std::string>{"step 0 begin"});
+  }
+
+  // --recorded-only keeps them before the same ops: the first allocation (seq 1) was live before
+  // recording started, and goes with its free.
+  AllocationSequence with_blocks = sequence;
+  with_blocks.header.source.reconstructed_events = 2;
+  const AllocationSequence window = RecordedWindow(with_blocks);
+  ASSERT_EQ(window.ops.size(), 2u);
+  ASSERT_EQ(window.markers.size(), 3u);
+  EXPECT_EQ(window.markers[0].before_op, 0u);
+  EXPECT_EQ(window.markers[1].before_op, 1u) << "after the kept alloc of seq 3";
+  EXPECT_EQ(window.markers[2].before_op, 2u);
+}
 
 TEST(Replay, IsDeterministic) {
   const Trace trace = SynthTrace(30000);

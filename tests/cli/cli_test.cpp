@@ -273,6 +273,67 @@ TEST_F(Cli, ReplayIsDeterministicAndRecordsATrace) {
   EXPECT_EQ(alloc_tags(Path("replay.jsonl")), original);
 }
 
+// A contract review: `replay --out` wrote a trace with no marker at all, so `report` of it lost the
+// step lines (the leak finding) and the inspector its step markers. They are carried, each after
+// the same allocations and frees as in the source.
+TEST_F(Cli, ReplayOutKeepsTheMarkersInPlace) {
+  {
+    // Six steps; each keeps 256 KiB of "kept/batch" alive: a leak that report finds at step ends.
+    std::ofstream out(Path("leak.jsonl"));
+    out << R"({"type":"header","producer":"test","source_format":"fragscope","alloc_conf":"backing=sim",)"
+        << R"("devices":[{"index":0,"name":"simulated device","backing":"sim","capacity":1073741824,"limit":1073741824}]})" << "\n";
+    std::uint64_t seq = 0, id = 0;
+    const auto event = [&](const std::string& type, const std::string& rest) {
+      out << R"({"type":")" << type << R"(","seq":)" << seq << R"(,"time_ns":)" << (seq + 1) * 1000
+          << R"(,"device":0,"thread":1)" << rest << "}\n";
+      ++seq;
+    };
+    for (int step = 0; step < 6; ++step) {
+      event("marker", R"(,"tag":"step )" + std::to_string(step) + R"( begin")");
+      const std::uint64_t act = 0x100000000ull, kept = 0x200000000ull + step * 0x100000ull;
+      event("alloc", R"(,"address":)" + std::to_string(act) + R"(,"size":1048576,"rounded":1048576,"tag":"act","alloc_id":)" + std::to_string(++id));
+      event("alloc", R"(,"address":)" + std::to_string(kept) + R"(,"size":262144,"rounded":262144,"tag":"kept/batch","alloc_id":)" + std::to_string(++id));
+      event("free", R"(,"address":)" + std::to_string(act) + R"(,"size":1048576,"rounded":1048576,"alloc_id":)" + std::to_string(id - 1));
+      event("marker", R"(,"tag":"step )" + std::to_string(step) + R"( end")");
+    }
+  }
+  // Per marker: its name and how many allocs and frees came before it.
+  const auto markers = [&](const std::string& trace) {
+    const std::string jsonl = Path("markers.jsonl");
+    fs::remove(jsonl);
+    EXPECT_EQ(Run({"convert", trace, jsonl}).code, 0) << trace;
+    std::vector<std::string> list;
+    std::ifstream in(jsonl);
+    int ops = 0;
+    for (std::string line; std::getline(in, line);) {
+      const auto event = nlohmann::json::parse(line);
+      if (event["type"] == "alloc" || event["type"] == "free") ++ops;
+      if (event["type"] == "marker") list.push_back(event["tag"].get<std::string>() + " after " + std::to_string(ops));
+    }
+    return list;
+  };
+  for (const std::string& trace : {Path("leak.jsonl"), Sample("synth-small.fst")}) {
+    fs::remove(Path("replay.fst"));
+    const Result r = Run({"replay", trace, "--alloc-conf", "growth=on", "--out", Path("replay.fst")});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::vector<std::string> source = markers(trace), replayed = markers(Path("replay.fst"));
+    EXPECT_GT(source.size(), 10u) << trace;
+    EXPECT_EQ(replayed, source) << trace;
+  }
+  EXPECT_EQ(markers(Path("leak.jsonl")).at(1), "step 0 end after 3");
+  // report of the replay finds the leak at the step ends, as report of the source does.
+  const auto source = nlohmann::json::parse(Run({"report", Path("leak.jsonl"), "--json"}).out);
+  ASSERT_TRUE(source.contains("leak")) << source;
+  ASSERT_EQ(Run({"replay", Path("leak.jsonl"), "--alloc-conf", "growth=on", "--out", Path("leak.fst")}).code, 0);
+  const auto replayed = nlohmann::json::parse(Run({"report", Path("leak.fst"), "--json"}).out);
+  ASSERT_TRUE(replayed.contains("leak")) << replayed;
+  EXPECT_EQ(replayed["leak"]["tag"], "kept/batch");
+  EXPECT_EQ(replayed["leak"]["first_step"], source["leak"]["first_step"]);
+  EXPECT_EQ(replayed["leak"]["last_step"], source["leak"]["last_step"]);
+  EXPECT_EQ(replayed["leak"]["live_last"], source["leak"]["live_last"]);
+  EXPECT_EQ(replayed["leak"]["live_last"], 6u * 262144u);
+}
+
 TEST_F(Cli, MinLimitRunsAndOneMebibyteLessRunsOutOfMemory) {
   const Result r = Run({"min-limit", Sample("synth-small.fst"), "--alloc-conf", "growth=on", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;

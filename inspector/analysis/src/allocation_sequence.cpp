@@ -206,6 +206,12 @@ void AllocationSequenceBuilder::Add(const std::vector<traces::Event>& block) {
         ++sequence.recorded_ooms;
         break;
       }
+      // Markers stay where they were among the ops: a replay that records a trace carries them
+      // (step lines in `report`, step markers in the inspector).
+      case EventType::kMarker:
+        sequence.markers.push_back(
+            SequenceMarker{sequence.ops.size(), event.seq, event.time_ns, event.device, event.tag});
+        break;
       // Where memory came from is the replayed policy's business, not the sequence's: regions,
       // address ranges and mapped pages are left out alike.
       case EventType::kRegionReserve:
@@ -214,7 +220,6 @@ void AllocationSequenceBuilder::Add(const std::vector<traces::Event>& block) {
       case EventType::kAddressRelease:
       case EventType::kMap:
       case EventType::kUnmap:
-      case EventType::kMarker:
         break;
     }
   }
@@ -227,6 +232,10 @@ AllocationSequence AllocationSequenceBuilder::Finish(const std::vector<std::stri
   const std::uint64_t allocations = state_->allocations;
 
   sequence.devices = devices.Sorted();
+  // A marker on a device with no allocation has no device in a replay to stand on.
+  std::erase_if(sequence.markers, [&](const SequenceMarker& marker) {
+    return !std::binary_search(sequence.devices.begin(), sequence.devices.end(), marker.device);
+  });
   sequence.allocations = allocations;
   sequence.never_freed = live.size();
   if (sequence.unmatched_frees > 0) {
@@ -274,8 +283,12 @@ AllocationSequence RecordedWindow(AllocationSequence sequence) {
   std::vector<AllocationOp> ops;
   std::vector<std::uint64_t> times;
   ops.reserve(sequence.ops.size());
+  std::size_t marker = 0;  // markers keep their place: before the first kept op after them
   std::uint64_t dropped_allocs = 0, dropped_frees = 0;
   for (std::size_t i = 0; i < sequence.ops.size(); ++i) {
+    for (; marker < sequence.markers.size() && sequence.markers[marker].before_op <= i; ++marker) {
+      sequence.markers[marker].before_op = ops.size();
+    }
     AllocationOp op = sequence.ops[i];
     if (op.allocation != AllocationOp::kNoAllocation) {
       if (!op.is_free && op.seq >= reconstructed) renumbered[op.allocation] = next++;
@@ -289,6 +302,7 @@ AllocationSequence RecordedWindow(AllocationSequence sequence) {
     ops.push_back(op);
     if (!sequence.time_ns.empty()) times.push_back(sequence.time_ns[i]);
   }
+  for (; marker < sequence.markers.size(); ++marker) sequence.markers[marker].before_op = ops.size();
   sequence.ops = std::move(ops);
   sequence.time_ns = std::move(times);
   sequence.allocations = next;

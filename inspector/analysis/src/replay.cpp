@@ -176,6 +176,7 @@ class Replayer {
       stopped = !RunOps(done, end, &done);
       if (options_.progress) options_.progress(done, total);
     }
+    if (options_.record != nullptr && !stopped) EmitMarkers(total);  // the markers after the last op
     result_.ops_replayed = done;
     result_.stopped_at_oom = stopped;
     Finish();
@@ -297,6 +298,7 @@ class Replayer {
       const AllocationOp& op = ops[i];
       Lane& lane = LaneOf(op.device);
       if (recording) [[unlikely]] {
+        EmitMarkers(i);
         now_ = sequence_.time_ns.empty() ? i : sequence_.time_ns[i];
         now_seq_ = op.seq;
       }
@@ -352,6 +354,26 @@ class Replayer {
     }
     *done = end;
     return true;
+  }
+
+  // Records the trace's markers that come before ops[op] (all that are left for ops.size()), on
+  // their own device, with their own name and timestamp (never before the last event recorded, so
+  // that time, and the source seq, only move forward).
+  void EmitMarkers(std::size_t op) {
+    const std::vector<SequenceMarker>& markers = sequence_.markers;
+    for (; next_marker_ < markers.size() && markers[next_marker_].before_op <= op; ++next_marker_) {
+      const SequenceMarker& marker = markers[next_marker_];
+      traces::Event event;
+      event.type = traces::EventType::kMarker;
+      event.device = marker.device;
+      now_ = std::max(now_, sequence_.time_ns.empty() ? marker.before_op : marker.time_ns);
+      event.time_ns = now_;
+      event.thread = 1;
+      event.tag = MapTag(marker.tag);
+      options_.record->Record(event);
+      now_seq_ = std::max(now_seq_, marker.seq);  // in order after the set-up events too
+      if (options_.record_source_seq != nullptr) options_.record_source_seq->push_back(now_seq_);
+    }
   }
 
   traces::TagId MapTag(traces::TagId tag) const {
@@ -437,6 +459,7 @@ class Replayer {
   OomReport report_;
   std::uint64_t now_ = 0;
   std::uint64_t now_seq_ = 0;  // the seq of the op being replayed, while recording
+  std::size_t next_marker_ = 0;  // sequence_.markers recorded so far, while recording
 };
 
 }  // namespace

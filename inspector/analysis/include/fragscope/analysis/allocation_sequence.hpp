@@ -32,6 +32,16 @@ struct AllocationOp {
   std::uint16_t stream = 0;
 };
 
+// A marker of the trace (`step 3 begin`, `backward`), kept at its place in the sequence so that a
+// replay that records a trace carries it: it comes before ops[before_op] (ops.size(): after the last).
+struct SequenceMarker {
+  std::uint64_t before_op = 0;
+  std::uint64_t seq = 0;          // the original event's sequence number
+  std::uint64_t time_ns = 0;      // the original event's timestamp
+  std::uint32_t device = 0;
+  traces::TagId tag = traces::kNoTag;  // the marker's name, an id of `tags`
+};
+
 // Called with (bytes consumed, total bytes) while reading, for progress bars.
 using Progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
@@ -42,6 +52,7 @@ struct AllocationSequence {
   std::vector<std::uint64_t> time_ns;  // per op: the original event's timestamp (may be empty)
   std::vector<std::uint32_t> devices;  // devices that appear, ascending
   std::vector<std::uint64_t> streams{0};  // the trace's stream handles, by AllocationOp::stream
+  std::vector<SequenceMarker> markers;  // in trace order, on devices that have ops
   std::uint64_t allocations = 0;
   std::uint64_t unmatched_frees = 0;   // frees of blocks allocated before recording started: dropped
   std::uint64_t never_freed = 0;       // allocations still live at the end

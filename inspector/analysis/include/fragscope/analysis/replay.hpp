@@ -51,7 +51,8 @@ struct ReplayResult {
 // One simulated device per device of the sequence, each under `options.conf` (backing forced to
 // sim, with a warning); with virtual_devices, one simulated device split in those, trace device i
 // on virtual device i. Events recorded to options.record carry the trace's device numbers, the
-// original events' timestamps and thread 1, so two replays record identical streams.
+// original events' timestamps and thread 1, so two replays record identical streams; the trace's
+// markers (sequence.markers) are recorded too, each at its place among the ops.
 // Throws ConfigError when the configuration does not fit the simulated device, or the trace has
 // more devices than virtual_devices defines.
 ReplayResult Replay(const AllocationSequence& sequence, const ReplayOptions& options);
