@@ -1,7 +1,9 @@
 // Making and converting traces:
 //   fragscope convert IN OUT [--to fst|jsonl]
 //   fragscope synth --events N [--seed S] [--devices D] [--alloc-conf STR] --out TRACE
+#include <cstdlib>
 #include <fstream>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -111,20 +113,33 @@ int RunConvert(const ConvertOptions& options) {
 
 struct SynthCommandOptions {
   analysis::SynthOptions synth;
+  std::string conf;  // --alloc-conf; blank: FRAGSCOPE_ALLOC_CONF, else synth's default
   std::string out;
 };
 
+bool Blank(std::string_view text) { return text.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
 int RunSynth(const SynthCommandOptions& options) {
   RefuseStandardOutput(options.out, "--out");
+  // The allocator that runs the workload: --alloc-conf, else FRAGSCOPE_ALLOC_CONF (as every
+  // command), else a simulated 80 GiB device under the default policy.
+  analysis::SynthOptions synth = options.synth;
+  std::string source = "--alloc-conf";
+  if (!Blank(options.conf)) {
+    synth.alloc_conf = options.conf;
+  } else if (const char* env = std::getenv(kAllocConfEnv); env != nullptr && !Blank(env)) {
+    synth.alloc_conf = env;
+    source = kAllocConfEnv;
+  }
   traces::TraceHeader header;
   try {
-    header = analysis::SynthHeader(options.synth);
+    header = analysis::SynthHeader(synth);
   } catch (const ConfigError& error) {
-    throw ConfigError(error.key(), fmt::format("--alloc-conf: {}", error.what()));  // name the flag
+    throw ConfigError(error.key(), fmt::format("{}: {}", source, error.what()));  // name where it came from
   }
+  if (source == kAllocConfEnv) spdlog::info("synth: the allocator of {}: {}", kAllocConfEnv, header.alloc_conf);
   traces::TraceWriter writer(options.out, header);
-  ProgressBar bar("synthesizing", options.synth.events);
-  analysis::SynthOptions synth = options.synth;
+  ProgressBar bar("synthesizing", synth.events);
   synth.progress = [&](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); };
   analysis::Synthesize(synth, writer);
   writer.Close();
@@ -165,8 +180,9 @@ Command AddSynth(CLI::App& app) {
   sub->add_option("--seed", options->synth.seed, "random seed (same seed, same trace)")->capture_default_str();
   sub->add_option("--devices", options->synth.devices, "devices training data-parallel")->capture_default_str()
       ->check(CLI::Range(1u, 64u));
-  sub->add_option("--alloc-conf", options->synth.alloc_conf, "the allocator that runs the workload")
-      ->capture_default_str();
+  sub->add_option("--alloc-conf", options->conf,
+                  "the allocator that runs the workload (default: FRAGSCOPE_ALLOC_CONF, else " +
+                      options->synth.alloc_conf + ")");
   sub->add_option("--out", options->out, "trace file to write")->required();
   return {sub, [options] { return RunSynth(*options); }};
 }

@@ -721,6 +721,54 @@ TEST_F(Cli, SynthIsSeeded) {
   EXPECT_GE(report("a.fst")["events"].get<std::uint64_t>(), 5000u);
 }
 
+// A contract review: synth ignored FRAGSCOPE_ALLOC_CONF, which applies to every command without
+// --alloc-conf. It runs the workload under it now; --alloc-conf still comes first.
+TEST_F(Cli, SynthHonoursTheEnvironmentsConfiguration) {
+  const std::vector<std::string> synth = {"synth", "--events", "2000", "--seed", "1", "--out"};
+  const auto run = [&](const char* env, std::vector<std::string> args) {
+    if (env != nullptr) setenv("FRAGSCOPE_ALLOC_CONF", env, 1);
+    const Result r = Run(args);
+    unsetenv("FRAGSCOPE_ALLOC_CONF");
+    return r;
+  };
+  auto with = [&](const std::string& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = synth;
+    args.push_back(Path(out));
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  ASSERT_EQ(run("limit=1GiB", with("env.fst")).code, 0);
+  ASSERT_EQ(run(nullptr, with("flag.fst", {"--alloc-conf", "limit=1GiB"})).code, 0);
+  ASSERT_EQ(run(nullptr, with("plain.fst")).code, 0);
+  ASSERT_EQ(run("  ", with("blank.fst")).code, 0);
+  ASSERT_EQ(run("limit=1GiB", with("both.fst", {"--alloc-conf", "growth=on"})).code, 0);
+  EXPECT_EQ(Slurp(Path("env.fst")), Slurp(Path("flag.fst"))) << "the variable is the same as the flag";
+  EXPECT_EQ(Slurp(Path("blank.fst")), Slurp(Path("plain.fst"))) << "a blank variable is not set";
+  const auto report = [&](const std::string& name) {
+    return nlohmann::json::parse(Run({"report", Path(name), "--json", "--no-min-limit"}).out);
+  };
+  const auto env = report("env.fst");
+  EXPECT_NE(env["alloc_conf"].get<std::string>().find("limit=1GiB"), std::string::npos) << env["alloc_conf"];
+  EXPECT_EQ(env["devices"][0]["limit"], 1u << 30);
+  EXPECT_EQ(env["devices"][0]["oom_count"], 88) << "the workload ran out of memory under the 1 GiB limit";
+  for (const char* name : {"plain.fst", "both.fst"}) {
+    const auto other = report(name);
+    EXPECT_EQ(other["alloc_conf"].get<std::string>().find("limit="), std::string::npos) << name;
+    EXPECT_EQ(other["devices"][0]["limit"], 80ull << 30) << name;
+    EXPECT_EQ(other["devices"][0]["oom_count"], 0) << name;
+  }
+  // A bad variable is named as such, and nothing is written.
+  const Result bad = run("grwoth=on", with("bad.fst"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err.rfind("error: FRAGSCOPE_ALLOC_CONF: unknown key 'grwoth' in allocator configuration", 0), 0u) << bad.err;
+  EXPECT_FALSE(fs::exists(Path("bad.fst")));
+  const Result flag = run(nullptr, with("bad.fst", {"--alloc-conf", "grwoth=on"}));
+  EXPECT_EQ(flag.code, 2);
+  EXPECT_EQ(flag.err.rfind("error: --alloc-conf: unknown key 'grwoth'", 0), 0u) << flag.err;
+  const Result help = Run({"synth", "--help"});
+  EXPECT_NE(help.out.find("(default: FRAGSCOPE_ALLOC_CONF, else backing=sim,capacity=80GiB)"), std::string::npos) << help.out;
+}
+
 // Issue 13: --capacity 0 meant "the default" without a word; every command that takes it refuses it.
 TEST_F(Cli, CapacityZeroIsRefused) {
   for (const char* command : {"replay", "compare", "min-limit"}) {
