@@ -55,6 +55,11 @@ void ComparePanel::Start(const Document& document) {
     auto input = evidence::EvidenceInput::Open(path);
     const analysis::AllocationSequence sequence =
         analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
+    const std::vector<std::uint64_t> loads = analysis::PeakLoadByDevice(sequence);
+    pending_load_.clear();
+    for (std::size_t k = 0; k < sequence.devices.size() && k < loads.size(); ++k) {
+      pending_load_[sequence.devices[k]] = loads[k];
+    }
     const std::string texts[2] = {a, b};
     for (int i = 0; i < 2; ++i) {
       analysis::ReplayOptions options;
@@ -114,6 +119,7 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
       sides_[i].selection = Selection{};
       sides_[i].selection.device = selection.device;
     }
+    sequence_load_ = pending_load_;
     pending_ready_ = false;
     result_ready_ = true;
     error_.clear();
@@ -138,14 +144,25 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
       ImGui::TableSetupColumn(name, ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("1023.99 MiB").x + Px(12));
     }
     ImGui::TableHeadersRow();
-    auto row = [](const std::string& name, const analysis::DeviceMetrics& m, const std::string& seconds) {
+    // Every row against one peak LOAD, the trace's own (a replay that failed requests has a smaller
+    // one of its own, which made a failing row look perfect); a row that ran out of memory is
+    // marked, its figures leave out what failed.
+    const auto load_it = sequence_load_.find(selection.device);
+    const std::uint64_t load = load_it != sequence_load_.end() ? load_it->second
+                                                               : document.model->Metrics(selection.device).peak_load;
+    bool marked = false;
+    overhead_texts_.clear();
+    auto row = [this, load, &marked](const std::string& name, const analysis::DeviceMetrics& m, const std::string& seconds) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(name.c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(FormatBytes(m.peak_reserved).c_str());
       ImGui::TableNextColumn();
-      ImGui::Text("%.2f", m.overhead());
+      overhead_texts_.push_back(
+          fmt::format("{:.2f}{}", analysis::DeviceMetrics::Overhead(m.peak_reserved, load), m.ooms > 0 ? "*" : ""));
+      ImGui::TextUnformatted(overhead_texts_.back().c_str());
+      marked = marked || m.ooms > 0;
       ImGui::TableNextColumn();
       ImGui::Text("%.2f", m.utilization_at_peak);
       ImGui::TableNextColumn();
@@ -161,6 +178,8 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
       if (d != nullptr) row(side.conf, d->metrics, fmt::format("{:.2f} s", side.run.result.seconds));
     }
     ImGui::EndTable();
+    ImGui::TextDisabled("overhead = peak reserved / the trace's peak LOAD (%s)%s", FormatBytes(load).c_str(),
+                        marked ? "; * ran out of memory: its figures leave out what failed" : "");
   }
   // Side by side: each replay's timeline and its map as of the main cursor's event (by sequence
   // number; by time only if the replay could not say which op made each event).

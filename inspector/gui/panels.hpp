@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -307,6 +308,8 @@ class ComparePanel {
   std::uint64_t side_ooms(int side) const;
   const std::string& side_label(int side) const { return sides_[side].conf; }
   const std::string& error() const { return error_; }
+  // The overhead column as last drawn ("as recorded" first, then side A and B): "1.04", "0.39*".
+  const std::vector<std::string>& overhead_texts() const { return overhead_texts_; }
 
  private:
   struct Side {
@@ -325,6 +328,10 @@ class ComparePanel {
   Job job_;
   // Results of the job, moved into sides_ on the UI thread once it finished.
   analysis::ReplayTimeline pending_[2];
+  // The trace's own peak LOAD per device (the sequence's, as `fragscope compare` measures every row
+  // against): written by the job with pending_, shown once ready.
+  std::map<std::uint32_t, std::uint64_t> pending_load_, sequence_load_;
+  std::vector<std::string> overhead_texts_;  // the overhead column as last drawn, row by row
   bool pending_ready_ = false;
   const Document* results_of_ = nullptr;  // the document the replays are of
 };

@@ -276,6 +276,30 @@ TEST(Inspector, CompareReplaysBothConfigurationsSideBySide) {
   EXPECT_TRUE(app->compare().has_result());
 }
 
+// Every row's overhead is against the trace's own peak LOAD, as `fragscope compare` measures it: a
+// side that runs out of memory has a smaller LOAD of its own, which made it read as near perfect.
+TEST(Inspector, CompareMeasuresEveryRowAgainstTheTracesLoad) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-small.fst", "compare", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  const std::uint64_t load = app->document()->model->Metrics(0).peak_load;
+  ASSERT_GT(load, 0u);
+  // A limit of half the LOAD must fail; the default policy with no limit must not.
+  app->compare().SetConfs("limit=" + std::to_string(load / 2 / 256 * 256), "");
+  app->compare().Start(*app->document());
+  app->compare().Wait();
+  Render(*app);
+  ASSERT_TRUE(app->compare().has_result()) << app->compare().error();
+  const auto& texts = app->compare().overhead_texts();
+  ASSERT_EQ(texts.size(), 3u);
+  EXPECT_EQ(texts[1].back(), '*') << texts[1];  // ran out of memory, and says so
+  EXPECT_NE(texts[2].back(), '*') << texts[2];
+  // Below 1.00: reserved never passed half the LOAD, and the row no longer hides it.
+  EXPECT_LT(std::stod(texts[1]), 0.55) << texts[1];
+  EXPECT_GE(std::stod(texts[2]), 1.0) << texts[2];
+}
+
 // Without configurations of its own, compare sets TensorFlow's allocator (allow_growth) against
 // fragscope's default policy: the presets `fragscope compare` runs (analysis::ComparisonPresets).
 TEST(Inspector, CompareDefaultsToTensorflowAgainstTheDefaultPolicy) {
