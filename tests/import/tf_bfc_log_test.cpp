@@ -323,4 +323,24 @@ TEST(TfBfcLog, DetectionAndErrors) {
 }
 
 }  // namespace
+// Live requested bytes come only from requested sizes the dump printed: most TensorFlow versions
+// print chunk sizes alone, and the chunks standing in for them read as a measured "no waste".
+TEST(TfBfcLog, LiveRequestedOnlyWhereRequestedSizesWerePrinted) {
+  const auto without = ParseTfBfcLog(Tf2Dump("GPU_0_bfc", 2u << 20, 1048576, "524544"), "x");
+  ASSERT_EQ(without.size(), 1u);
+  EXPECT_FALSE(without[0].requested_listed);
+  EXPECT_FALSE(without[0].ToOomRecord().Has(kOomLiveRequested));
+  EXPECT_TRUE(without[0].ToOomRecord().Has(kOomInUse));
+  std::string text = Tf2Dump("GPU_0_bfc", 2u << 20, 1048576, "524544");
+  const std::string chunk = "InUse at 00000007FF000000 of size 256 ";
+  const auto at = text.find(chunk);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.insert(at + chunk.size(), "requested size 200 ");
+  const auto with = ParseTfBfcLog(text, "x");
+  ASSERT_EQ(with.size(), 1u);
+  EXPECT_TRUE(with[0].requested_listed);
+  EXPECT_TRUE(with[0].ToOomRecord().Has(kOomLiveRequested));
+  EXPECT_EQ(with[0].ToOomRecord().live_requested, 200u + 524288u);  // the other chunk stands for itself
+}
+
 }  // namespace fragscope::traces

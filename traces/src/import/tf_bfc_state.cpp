@@ -386,6 +386,7 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
       ++d.in_use_chunks;
       add(d.in_use, c.size);
       add(d.live_requested, c.requested != 0 ? c.requested : c.size);
+      d.requested_listed = d.requested_listed || c.requested != 0;
     } else {
       ++d.free_chunks;
       d.largest_free = std::max(d.largest_free, c.size);
@@ -449,6 +450,9 @@ OomRecord TfBfcDump::ToOomRecord() const {
   // A dump without a limit (no Stats block, no memory_limit, no regions to stand for it) says
   // nothing of the limit or of the headroom below it: absent, not 0 (OomRecord::present).
   if (limit == 0) r.present &= static_cast<std::uint16_t>(~(kOomLimit | kOomHeadroom));
+  // Live requested bytes only where the dump printed requested sizes: the chunks' sizes stood in
+  // for them, and equal to in use, they read as a measured "no internal waste".
+  if (!requested_listed) r.present &= static_cast<std::uint16_t>(~kOomLiveRequested);
   // Nor does a dump of which only the header (and the occupancy bar) survived, with no region, no
   // chunk, no Stats block and no total_region_allocated_bytes_, give any byte count of the memory:
   // the zeros above are unknowns.

@@ -93,6 +93,9 @@ struct TfBfcDump {
   std::uint64_t reserved = 0;        // sum of region sizes
   std::uint64_t in_use = 0;          // sum of in-use chunk sizes
   std::uint64_t live_requested = 0;  // sum of requested (or chunk) sizes of in-use chunks
+  // Some in-use chunk gave its requested size. When none did (most TensorFlow versions print only
+  // chunk sizes), live_requested is the chunks' sizes, and the OomRecord leaves it out.
+  bool requested_listed = false;
   std::uint64_t free_in_regions = 0; // reserved - in_use
   std::uint64_t largest_free = 0;    // largest free chunk
   std::uint64_t in_use_chunks = 0;
