@@ -125,9 +125,11 @@ std::string OomBytes(const traces::OomRecord& n, traces::OomField field, std::ui
   return n.Has(field) ? FormatBytes(bytes) : "-";
 }
 
-std::string DescribeOom(const analysis::OomDiagnosis& oom) {
+std::string DescribeOom(const analysis::OomDiagnosis& oom, bool state) {
   const traces::OomRecord& n = oom.report.numbers;
-  std::string out = fmt::format("  OOM at event {} (seq {}), device {}: ", oom.event_index, oom.seq, oom.report.device);
+  std::string out = state ? fmt::format("  OOM on device {}: ", oom.report.device)
+                          : fmt::format("  OOM at event {} (seq {}), device {}: ", oom.event_index, oom.seq,
+                                        oom.report.device);
   if (n.Has(traces::kOomRounded) && n.Has(traces::kOomRequest)) {
     out += fmt::format("{} of {} requested\n", FormatBytes(n.rounded), FormatBytes(n.request));
   } else if (n.Has(traces::kOomRequest)) {
@@ -155,15 +157,16 @@ std::string DescribeOom(const analysis::OomDiagnosis& oom) {
   return out;
 }
 
-std::string DescribeOoms(const std::vector<analysis::OomDiagnosis>& ooms, std::size_t max_rows) {
+std::string DescribeOoms(const std::vector<analysis::OomDiagnosis>& ooms, std::size_t max_rows, bool state) {
   if (ooms.empty()) return "";
-  if (ooms.size() == 1) return fmt::format("\n{}", DescribeOom(ooms.front()));
-  std::string out = fmt::format("\n{} OOMs. The first:\n{}", ooms.size(), DescribeOom(ooms.front()));
+  if (ooms.size() == 1) return fmt::format("\n{}", DescribeOom(ooms.front(), state));
+  std::string out = fmt::format("\n{} OOMs. The first:\n{}", ooms.size(), DescribeOom(ooms.front(), state));
+  // A state's OOMs (one per dump) are numbered in the file's order; a history's by their event.
   std::vector<std::vector<std::string>> rows = {
-      {"  event", "device", "request", "cause", "largest free", "free in regions", "headroom"}};
+      {state ? "  OOM" : "  event", "device", "request", "cause", "largest free", "free in regions", "headroom"}};
   for (std::size_t i = 0; i < ooms.size() && i < max_rows; ++i) {
     const traces::OomRecord& n = ooms[i].report.numbers;
-    rows.push_back({fmt::format("  {}", ooms[i].event_index), std::to_string(ooms[i].report.device),
+    rows.push_back({fmt::format("  {}", state ? i + 1 : ooms[i].event_index), std::to_string(ooms[i].report.device),
                     OomBytes(n, traces::kOomRounded, n.rounded), std::string(traces::ToString(n.cause)),
                     OomBytes(n, traces::kOomLargestFree, n.largest_free),
                     OomBytes(n, traces::kOomFreeInRegions, n.free_in_regions),

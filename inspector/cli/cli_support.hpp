@@ -57,11 +57,14 @@ nlohmann::json OomJson(const analysis::OomDiagnosis& oom);
 nlohmann::json DeviceJson(const analysis::DeviceMetrics& metrics,
                           const std::vector<analysis::OomDiagnosis>& ooms);
 // Words for people: cause, explanation, nearest holes, suggestion, minimal limit.
-std::string DescribeOom(const analysis::OomDiagnosis& oom);
+// `state`: the evidence is one moment (no events): the OOM is named by its device, not by the
+// event position the reader gave it.
+std::string DescribeOom(const analysis::OomDiagnosis& oom, bool state = false);
 
 std::string FormatRatio(double value);  // "1.23"
 
 // For people: the first OOM in full, then one table row per OOM (at most `max_rows`).
-std::string DescribeOoms(const std::vector<analysis::OomDiagnosis>& ooms, std::size_t max_rows = 20);
+std::string DescribeOoms(const std::vector<analysis::OomDiagnosis>& ooms, std::size_t max_rows = 20,
+                         bool state = false);
 
 }  // namespace fragscope::cli

@@ -56,6 +56,11 @@ void PrintReportJson(const ReportView& view) {
                               "fragmentation_at_peak", "peak_internal_waste", "allocations"}) {
         device.erase(key);
       }
+      // A state has no events: the positions the reader gave its records are not the evidence's.
+      for (auto& oom : device["ooms"]) {
+        oom["seq"] = nullptr;
+        oom["event"] = nullptr;
+      }
       nlohmann::json states = nlohmann::json::array();
       for (const analysis::StateFindings& s : view.states) {
         if (s.device == devices[i]) states.push_back(StateJson(s));

@@ -20,7 +20,12 @@ void PrintReportText(const ReportView& view) {
   const std::vector<analysis::DeviceMetrics>& metrics = view.metrics;
   const std::vector<std::vector<analysis::OomDiagnosis>>& ooms = view.ooms;
   const std::optional<analysis::LeakFinding>& leak = view.leak;
-  fmt::print("trace      {} ({}, {} events)\n", DisplayName(view.trace), view.format, view.events);
+  // A state has no events: the records the reader made of it are not a count worth showing.
+  if (view.kind == traces::EvidenceKind::kState) {
+    fmt::print("trace      {} ({})\n", DisplayName(view.trace), view.format);
+  } else {
+    fmt::print("trace      {} ({}, {} events)\n", DisplayName(view.trace), view.format, view.events);
+  }
   if (!header.producer.empty()) fmt::print("producer   {}\n", header.producer);
   if (!header.alloc_conf.empty()) fmt::print("allocator  {}\n", header.alloc_conf);
   if (const nlohmann::json settings = SourceSettings(header); !settings.empty()) {
@@ -34,7 +39,7 @@ void PrintReportText(const ReportView& view) {
     PrintStateText(view);
     std::vector<analysis::OomDiagnosis> all;
     for (const auto& list : ooms) all.insert(all.end(), list.begin(), list.end());
-    fmt::print("{}", DescribeOoms(all));
+    fmt::print("{}", DescribeOoms(all, 20, /*state=*/true));
     return;
   }
   fmt::print("\n");

@@ -139,6 +139,11 @@ TEST_F(StateReport, TensorflowDumpJsonHasTheStatsAndNoTimeMetrics) {
   EXPECT_FALSE(doc.contains("min_limit"));
   ASSERT_EQ(d1["ooms"].size(), 1u);
   EXPECT_TRUE(d1["ooms"][0]["min_limit"].is_null());  // no minimal limit for a state
+  // A state has no events: no event position, and no live requested bytes the dump did not print.
+  EXPECT_TRUE(d1["ooms"][0]["seq"].is_null());
+  EXPECT_TRUE(d1["ooms"][0]["event"].is_null());
+  EXPECT_TRUE(d1["ooms"][0]["live_requested"].is_null());
+  EXPECT_EQ(d1["ooms"][0]["in_use"], 114176);
 }
 
 // A dump of which only the header and the occupancy bar survived: its OOM's byte counts are null
