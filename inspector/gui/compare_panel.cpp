@@ -156,17 +156,24 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(name.c_str());
+      // Evidence that records no reserved memory (an RMM log, a profiler trace): "-", as
+      // `fragscope compare` prints, not 0 B and ratios to it.
+      const bool reserved_known = m.peak_reserved > 0 || m.peak_load == 0;
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(FormatBytes(m.peak_reserved).c_str());
+      ImGui::TextUnformatted(reserved_known ? FormatBytes(m.peak_reserved).c_str() : "-");
       ImGui::TableNextColumn();
       overhead_texts_.push_back(
-          fmt::format("{:.2f}{}", analysis::DeviceMetrics::Overhead(m.peak_reserved, load), m.ooms > 0 ? "*" : ""));
+          reserved_known ? fmt::format("{:.2f}{}", analysis::DeviceMetrics::Overhead(m.peak_reserved, load),
+                                       m.ooms > 0 ? "*" : "")
+                         : std::string("-"));
       ImGui::TextUnformatted(overhead_texts_.back().c_str());
       marked = marked || m.ooms > 0;
       ImGui::TableNextColumn();
-      ImGui::Text("%.2f", m.utilization_at_peak);
+      if (reserved_known) ImGui::Text("%.2f", m.utilization_at_peak);
+      else ImGui::TextUnformatted("-");
       ImGui::TableNextColumn();
-      ImGui::Text("%.2f", m.fragmentation_at_peak);
+      if (reserved_known) ImGui::Text("%.2f", m.fragmentation_at_peak);
+      else ImGui::TextUnformatted("-");
       ImGui::TableNextColumn();
       ImGui::Text("%llu", static_cast<unsigned long long>(m.ooms));
       ImGui::TableNextColumn();

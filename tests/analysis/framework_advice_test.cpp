@@ -2,6 +2,11 @@
 // gets, and none for fragscope's own traces or an unknown cause.
 #include "fragscope/analysis/framework_advice.hpp"
 
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace fragscope::analysis {
@@ -11,6 +16,14 @@ using traces::OomCause;
 
 bool Says(const FrameworkAdvice& advice, const char* text) { return advice.advice.find(text) != std::string::npos; }
 
+FrameworkAdvice AdviceInFrameworkTerms(std::string_view source_format, OomCause cause,
+                                       std::vector<std::pair<std::string, std::string>> settings = {}) {
+  traces::TraceHeader header;
+  header.source_format = std::string(source_format);
+  header.source.settings = std::move(settings);
+  return analysis::AdviceInFrameworkTerms(header, cause);
+}
+
 TEST(FrameworkAdvice, PytorchGetsItsAllocatorSettingsOnlyWhereTheyHelp) {
   for (const char* source : {"pytorch-snapshot", "torch-profiler"}) {
     EXPECT_EQ(AdviceInFrameworkTerms(source, OomCause::kFragmentation).framework, "PyTorch");
@@ -19,6 +32,17 @@ TEST(FrameworkAdvice, PytorchGetsItsAllocatorSettingsOnlyWhereTheyHelp) {
     EXPECT_TRUE(Says(AdviceInFrameworkTerms(source, OomCause::kRequestTooLarge), "no allocator setting helps"));
     EXPECT_TRUE(Says(AdviceInFrameworkTerms(source, OomCause::kBacking), "nvidia-smi"));
   }
+}
+
+// A run that already had expandable segments is not told to turn them on.
+TEST(FrameworkAdvice, PytorchWithExpandableSegmentsOnIsNotToldToTurnThemOn) {
+  const FrameworkAdvice on = AdviceInFrameworkTerms("pytorch-snapshot", OomCause::kFragmentation,
+                                                    {{"expandable_segments", "True"}});
+  EXPECT_TRUE(Says(on, "already on")) << on.advice;
+  EXPECT_FALSE(Says(on, "expandable_segments:True")) << on.advice;
+  const FrameworkAdvice off = AdviceInFrameworkTerms("pytorch-snapshot", OomCause::kFragmentation,
+                                                     {{"expandable_segments", "False"}});
+  EXPECT_TRUE(Says(off, "expandable_segments:True")) << off.advice;
 }
 
 TEST(FrameworkAdvice, TensorflowAndRmmInTheirOwnTerms) {

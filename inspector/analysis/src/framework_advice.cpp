@@ -7,12 +7,18 @@ using traces::OomCause;
 
 // The same settings the message diagnosis gives for each framework's own error text
 // (message_diagnosis_*.cpp), said here from the numbers of a recorded OOM.
-std::string PytorchAdvice(OomCause cause) {
+std::string PytorchAdvice(OomCause cause, bool expandable_segments) {
   switch (cause) {
     case OomCause::kFragmentation:
+      if (expandable_segments) {
+        return "expandable_segments was already on, so no PYTORCH_CUDA_ALLOC_CONF setting frees this: the "
+               "free memory is stranded between live tensors (in partly used pages, or address space "
+               "with no room); free large temporaries sooner, keep fewer differently sized tensors alive "
+               "at once, or a smaller batch";
+      }
       return "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 and later): segments then grow "
-             "in place, so memory reserved but unallocated serves a request of any size; on 1.10 to 2.0, "
-             "max_split_size_mb:128 keeps large cached blocks whole";
+             "in place and their free pages are reused, so memory is no longer stranded in holes between "
+             "segments; on 1.10 to 2.0, max_split_size_mb:128 keeps large cached blocks whole";
     case OomCause::kCapacity:
       return "the live tensors need more than the device has, and no PYTORCH_CUDA_ALLOC_CONF setting changes "
              "that: a smaller batch, activation checkpointing (torch.utils.checkpoint), or lower precision "
@@ -67,11 +73,18 @@ std::string RmmAdvice(OomCause cause) {
   }
 }
 
+// PyTorch writes the setting as True / False (allocator_settings), the environment as true / 1.
+bool SettingOn(const traces::TraceHeader& header, std::string_view key) {
+  const std::string* value = header.source.Setting(key);
+  return value != nullptr && (*value == "True" || *value == "true" || *value == "1");
+}
+
 }  // namespace
 
-FrameworkAdvice AdviceInFrameworkTerms(std::string_view source_format, traces::OomCause cause) {
+FrameworkAdvice AdviceInFrameworkTerms(const traces::TraceHeader& header, traces::OomCause cause) {
+  const std::string_view source_format = header.source_format;
   if (source_format == "pytorch-snapshot" || source_format == "torch-profiler") {
-    return {"PyTorch", PytorchAdvice(cause)};
+    return {"PyTorch", PytorchAdvice(cause, SettingOn(header, "expandable_segments"))};
   }
   if (source_format == "tensorflow-bfc-log") return {"TensorFlow", TensorflowAdvice(cause)};
   if (source_format == "rmm-csv") return {"RMM", RmmAdvice(cause)};

@@ -155,7 +155,7 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
     }
     diagnosis.report.stream = e.stream;
     diagnosis.report.tag = e.tag;
-    diagnosis.framework_advice = AdviceInFrameworkTerms(impl_->header.source_format, diagnosis.report.numbers.cause);
+    diagnosis.framework_advice = AdviceInFrameworkTerms(impl_->header, diagnosis.report.numbers.cause);
 
     std::vector<Hole> holes;
     for (const RegionState& region : state.regions) {

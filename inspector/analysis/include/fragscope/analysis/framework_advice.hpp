@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "fragscope/traces/event.hpp"
+#include "fragscope/traces/trace_header.hpp"
 
 namespace fragscope::analysis {
 
@@ -17,8 +18,10 @@ struct FrameworkAdvice {
   bool empty() const { return advice.empty(); }
 };
 
-// For evidence of `source_format` (TraceHeader::source_format: "pytorch-snapshot", "torch-profiler",
-// "tensorflow-bfc-log", "rmm-csv"; fragscope's own traces and unknown causes get none).
-FrameworkAdvice AdviceInFrameworkTerms(std::string_view source_format, traces::OomCause cause);
+// For evidence whose header.source_format is "pytorch-snapshot", "torch-profiler",
+// "tensorflow-bfc-log" or "rmm-csv" (fragscope's own traces and unknown causes get none). The
+// settings the evidence recorded (header.source.settings) decide between alternatives: a PyTorch run
+// that had expandable_segments on is not told to turn it on.
+FrameworkAdvice AdviceInFrameworkTerms(const traces::TraceHeader& header, traces::OomCause cause);
 
 }  // namespace fragscope::analysis
