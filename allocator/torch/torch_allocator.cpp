@@ -52,8 +52,7 @@ constexpr int kMaxDevices = 64;
 struct DeviceState {
   std::unique_ptr<fragscope::MemorySystem> system;
   std::unique_ptr<fragscope::traces::TraceWriter> trace;
-  fragscope::StreamFences fences;
-  bool orders_streams = false;  // the backing is a GPU's: frees on one stream fence the others
+  fragscope::StreamFences fences;  // used where the backing is a GPU's (Backing::orders_streams)
 };
 
 // What fragscope_torch_malloc throws when it cannot serve a request.
@@ -143,7 +142,6 @@ DeviceState* Create(int device) {  // g.mutex held
   conf.device = device;
   auto state = std::make_unique<DeviceState>();
   state->system = fragscope::MemorySystem::Create(conf);
-  state->orders_streams = state->system->backing().orders_streams();
   if (state->system->device_count() > 1) {
     Log("virtual_devices is ignored by the PyTorch allocator: each device uses its first "
         "virtual device");
@@ -217,23 +215,13 @@ __attribute__((visibility("default"))) void* fragscope_torch_malloc(ssize_t size
   fragscope::OomReport report;
   void* ptr = nullptr;
   try {
-    ptr = state->system->device(0).TryAllocate(static_cast<std::uint64_t>(size), options, &report);
+    ptr = fragscope::AllocateStreamOrdered(state->system->device(0), state->system->backing(), state->fences,
+                                           static_cast<std::uint64_t>(size), options, &report);
   } catch (const std::exception& error) {  // a backing failure other than lack of memory
     throw TorchAllocationError(fmt::format("fragscope: malloc of {} bytes on device {}: {}", size, device, error.what()));
   }
   // The same words PyTorch's own allocator starts with, so that code looking for them finds them.
   if (ptr == nullptr) throw TorchAllocationError("CUDA out of memory (fragscope). " + report.Describe());
-  if (state->orders_streams) {
-    try {
-      state->fences.BeforeUse(options.stream, [&](std::uint64_t waiting, std::uint64_t freed_on) {
-        state->system->backing().OrderStreams(waiting, freed_on);
-      });
-    } catch (const std::exception& error) {
-      state->system->device(0).Free(ptr);
-      throw TorchAllocationError(fmt::format("fragscope: ordering streams for {} bytes on device {}: {}",
-                                             size, device, error.what()));
-    }
-  }
   return ptr;
 }
 
@@ -249,9 +237,8 @@ __attribute__((visibility("default"))) void fragscope_torch_free(void* ptr, ssiz
       Log(fmt::format("free of {} on device {} ignored: fragscope allocated nothing on that device", ptr, device));
       return;
     }
-    // Before the block can be handed out again (StreamFences).
-    if (state->orders_streams) state->fences.Freed(reinterpret_cast<std::uintptr_t>(stream));
-    state->system->device(0).Free(ptr);
+    fragscope::FreeStreamOrdered(state->system->device(0), state->system->backing(), state->fences, ptr,
+                                 reinterpret_cast<std::uintptr_t>(stream));
   } catch (const fragscope::InvalidFree& error) {
     Log(error.what());  // names the device and the pointer
   } catch (const std::exception& error) {

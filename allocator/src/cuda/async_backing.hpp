@@ -44,8 +44,8 @@ class AsyncBacking final : public Backing {
   // Bytes of live allocations; memory cached in the pool is not counted.
   std::uint64_t held() const override;
   bool orders_streams() const override { return true; }
-  void OrderStreams(std::uint64_t waiting, std::uint64_t freed_on) override {
-    stream_order_.Order(device_, waiting, freed_on);
+  bool OrderStreams(std::uint64_t waiting, std::uint64_t freed_on) override {
+    return stream_order_.Order(device_, waiting, freed_on);
   }
 
   // Bytes the pool holds from the driver (live and cached), from cudaMemPoolAttrReservedMemCurrent.

@@ -30,8 +30,8 @@ class CudaBacking final : public Backing {
   void Release(void* base, std::uint64_t bytes, std::uint64_t stream) override;
   std::uint64_t held() const override;
   bool orders_streams() const override { return true; }
-  void OrderStreams(std::uint64_t waiting, std::uint64_t freed_on) override {
-    stream_order_.Order(device_, waiting, freed_on);
+  bool OrderStreams(std::uint64_t waiting, std::uint64_t freed_on) override {
+    return stream_order_.Order(device_, waiting, freed_on);
   }
 
  private:

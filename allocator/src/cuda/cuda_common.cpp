@@ -201,7 +201,7 @@ StreamOrder::~StreamOrder() {
   for (const auto& [stream, event] : events_) cudaEventDestroy(event);
 }
 
-void StreamOrder::Order(int device, std::uint64_t waiting, std::uint64_t freed_on) {
+bool StreamOrder::Order(int device, std::uint64_t waiting, std::uint64_t freed_on) {
   std::lock_guard guard(mu_);
   const ScopedDevice scoped(device);
   cudaEvent_t& event = events_[freed_on];
@@ -213,10 +213,23 @@ void StreamOrder::Order(int device, std::uint64_t waiting, std::uint64_t freed_o
     }
   }
   // Recording again is safe: a wait already issued keeps the work it captured.
-  Check(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(freed_on)), "cudaEventRecord",
-        fmt::format("device {}, stream {:#x}", device, freed_on));
+  if (const cudaError_t err = cudaEventRecord(event, reinterpret_cast<cudaStream_t>(freed_on)); err != cudaSuccess) {
+    if (err != cudaErrorInvalidResourceHandle) {
+      Throw(err, "cudaEventRecord", fmt::format("device {}, stream {:#x}", device, freed_on));
+    }
+    // The stream was destroyed after its memory was freed (its queued work still finishes): wait
+    // for the whole device once, and let the caller forget the stream. A stream created later at
+    // the same handle starts afresh.
+    cudaGetLastError();  // clears the error just reported, so that it does not surface elsewhere
+    cudaEventDestroy(event);
+    events_.erase(freed_on);
+    Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize",
+          fmt::format("device {}, in place of stream {:#x}, which no longer exists", device, freed_on));
+    return false;
+  }
   Check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(waiting), event, 0), "cudaStreamWaitEvent",
         fmt::format("device {}, stream {:#x} waits for stream {:#x}", device, waiting, freed_on));
+  return true;
 }
 
 }  // namespace fragscope::cuda

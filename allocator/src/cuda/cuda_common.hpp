@@ -56,8 +56,9 @@ class StreamOrder {
   ~StreamOrder();  // destroys the events, best effort (the runtime may be shutting down)
   StreamOrder(const StreamOrder&) = delete;
   StreamOrder& operator=(const StreamOrder&) = delete;
-  // Throws BackingError when the runtime refuses.
-  void Order(int device, std::uint64_t waiting, std::uint64_t freed_on);
+  // Backing::OrderStreams: false (after a cudaDeviceSynchronize) when `freed_on` is no stream any
+  // more. Throws BackingError when the runtime refuses otherwise.
+  bool Order(int device, std::uint64_t waiting, std::uint64_t freed_on);
 
  private:
   std::mutex mu_;

@@ -67,9 +67,11 @@ class Backing {
   // done (StreamFences). False for sim and host, whose memory no queued work touches.
   virtual bool orders_streams() const { return false; }
   // Makes the work queued from now on `waiting` wait for the work queued so far on `freed_on`,
-  // without blocking the host. Throws BackingError when the device refuses. A no-op where
-  // orders_streams() is false.
-  virtual void OrderStreams(std::uint64_t /*waiting*/, std::uint64_t /*freed_on*/) {}
+  // without blocking the host, and returns true. When `freed_on` no longer exists (a stream
+  // destroyed after its memory was freed) it waits for the whole device instead, once, and returns
+  // false: the caller forgets that stream. Throws BackingError when the device refuses. A no-op
+  // (true) where orders_streams() is false.
+  virtual bool OrderStreams(std::uint64_t /*waiting*/, std::uint64_t /*freed_on*/) { return true; }
 };
 
 // A reserved virtual range whose pages are mapped and unmapped on demand.

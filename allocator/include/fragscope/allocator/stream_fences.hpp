@@ -14,9 +14,13 @@
 // that can be handed the block already sees the free.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <vector>
+
+#include "fragscope/allocator/backing.hpp"
+#include "fragscope/allocator/device_allocator.hpp"
 
 namespace fragscope {
 
@@ -35,18 +39,36 @@ class StreamFences {
   }
 
   // Memory was just allocated for `stream`: calls order(stream, other) for each other stream whose
-  // frees `stream` has not waited for yet, and records that it has. `order` may throw; the stream
-  // pair is then not marked, so the next request tries again.
+  // frees `stream` has not waited for yet, and records that it has. `order` returns false when the
+  // other stream is gone (its work was waited for another way): that stream is then forgotten. It
+  // may throw; the stream pair is then not marked, so the next request tries again.
   template <typename Order>
   void BeforeUse(std::uint64_t stream, Order&& order) {
     std::lock_guard guard(mutex_);
-    for (const Freeing& f : freeing_) {
-      if (f.stream == stream) continue;
+    for (std::size_t i = 0; i < freeing_.size();) {
+      const Freeing f = freeing_[i];
+      if (f.stream == stream) {
+        ++i;
+        continue;
+      }
       std::uint64_t& waited = WaitedFor(stream, f.stream);
-      if (waited == f.frees) continue;
-      order(stream, f.stream);
-      waited = f.frees;
+      if (waited == f.frees) {
+        ++i;
+        continue;
+      }
+      if (order(stream, f.stream)) {
+        waited = f.frees;
+        ++i;
+      } else {
+        Forget(f.stream);  // removes freeing_[i]: the next one moves into place
+      }
     }
+  }
+
+  // Streams that have freed memory, for tests and logs.
+  std::size_t freeing_streams() const {
+    std::lock_guard guard(mutex_);
+    return freeing_.size();
   }
 
  private:
@@ -57,6 +79,10 @@ class StreamFences {
   struct Waited {
     std::uint64_t waiting, freed_on, frees;  // `waiting` has waited for the first `frees` of them
   };
+  void Forget(std::uint64_t stream) {
+    std::erase_if(freeing_, [stream](const Freeing& f) { return f.stream == stream; });
+    std::erase_if(waited_, [stream](const Waited& w) { return w.waiting == stream || w.freed_on == stream; });
+  }
   std::uint64_t& WaitedFor(std::uint64_t waiting, std::uint64_t freed_on) {
     for (Waited& w : waited_) {
       if (w.waiting == waiting && w.freed_on == freed_on) return w.frees;
@@ -65,9 +91,35 @@ class StreamFences {
     return waited_.back().frees;
   }
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<Freeing> freeing_;  // a handful of streams: a vector beats a map
   std::vector<Waited> waited_;
 };
+
+// The pattern a caller with several streams follows, in one place (the PyTorch shim uses it).
+// Allocates for options.stream and, where the backing orders streams, makes that stream wait for
+// the other streams' frees. nullptr on OOM (`report` filled). When the device refuses to order, the
+// block is given back and BackingError propagates.
+inline void* AllocateStreamOrdered(DeviceAllocator& allocator, Backing& backing, StreamFences& fences,
+                                   std::uint64_t bytes, const AllocOptions& options, OomReport* report) {
+  void* ptr = allocator.TryAllocate(bytes, options, report);
+  if (ptr == nullptr || !backing.orders_streams()) return ptr;
+  try {
+    fences.BeforeUse(options.stream, [&backing](std::uint64_t waiting, std::uint64_t freed_on) {
+      return backing.OrderStreams(waiting, freed_on);
+    });
+  } catch (...) {
+    allocator.Free(ptr);
+    throw;
+  }
+  return ptr;
+}
+
+// Frees `ptr`, allocated for `stream`: the free is noted before the block can be handed out again.
+inline void FreeStreamOrdered(DeviceAllocator& allocator, const Backing& backing, StreamFences& fences, void* ptr,
+                              std::uint64_t stream) {
+  if (backing.orders_streams()) fences.Freed(stream);
+  allocator.Free(ptr);
+}
 
 }  // namespace fragscope
