@@ -138,14 +138,36 @@ fragscope_status CheckHandle(const fragscope_allocator* allocator) {
 }
 
 // Checks the handle and that `device` is one of its (virtual) devices.
+// The position of `device`: its index (0 without virtual devices), or the number the allocator
+// calls itself in reports and traces (device=N without virtual devices: the CUDA ordinal), so that
+// a device number read from an OOM report can be passed back. count when neither.
+std::size_t DeviceIndex(const fragscope_allocator* allocator, int device) {
+  const std::size_t count = allocator->system->device_count();
+  if (device < 0) return count;
+  if (static_cast<std::size_t>(device) < count) return static_cast<std::size_t>(device);
+  if (count == 1 && allocator->system->device(0).device() == static_cast<std::uint32_t>(device)) return 0;
+  return count;
+}
+
+fragscope::DeviceAllocator& DeviceAt(fragscope_allocator* allocator, int device) {
+  return allocator->system->device(DeviceIndex(allocator, device));
+}
+const fragscope::DeviceAllocator& DeviceAt(const fragscope_allocator* allocator, int device) {
+  return allocator->system->device(DeviceIndex(allocator, device));
+}
+
 fragscope_status CheckDevice(const fragscope_allocator* allocator, int device) {
   if (const auto status = CheckHandle(allocator); status != FRAGSCOPE_OK) return status;
   const std::size_t count = allocator->system->device_count();
-  if (device < 0 || static_cast<std::size_t>(device) >= count) {
+  if (DeviceIndex(allocator, device) >= count) {
     return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT,
                 fmt::format("device {} does not exist: this allocator has {} device{} (0{})",
                             device, count, count == 1 ? "" : "s",
-                            count == 1 ? "" : fmt::format("..{}", count - 1)));
+                            count == 1 ? (allocator->system->device(0).device() == 0
+                                              ? std::string()
+                                              : fmt::format(", which reports call device {}",
+                                                            allocator->system->device(0).device()))
+                                       : fmt::format("..{}", count - 1)));
   }
   return FRAGSCOPE_OK;
 }
@@ -174,7 +196,7 @@ fragscope_status LastOom(const fragscope_allocator* allocator, int device, char*
                          std::size_t capacity, std::size_t* needed, bool json) {
   if (const auto status = CheckDevice(allocator, device); status != FRAGSCOPE_OK) return status;
   return Guard([&] {
-    const auto report = allocator->system->device(static_cast<std::size_t>(device)).LastOom();
+    const auto report = DeviceAt(allocator, device).LastOom();
     if (!report) {
       return Fail(FRAGSCOPE_ERROR_NO_OOM, fmt::format("device {} has had no OOM", device));
     }
@@ -262,7 +284,7 @@ fragscope_status fragscope_malloc_tagged(fragscope_allocator* allocator, uint64_
     options.stream = stream;
     if (tag != nullptr) options.tag = allocator->tags.Intern(tag);  // kept with or without a trace
     fragscope::OomReport report;
-    void* ptr = allocator->system->device(static_cast<std::size_t>(device))
+    void* ptr = DeviceAt(allocator, device)
                     .TryAllocate(size, options, &report);
     if (ptr == nullptr) return Fail(FRAGSCOPE_ERROR_OUT_OF_MEMORY, report.Summary());
     *out = ptr;
@@ -279,7 +301,7 @@ fragscope_status fragscope_free(fragscope_allocator* allocator, void* ptr, int d
   if (const auto status = CheckDevice(allocator, device); status != FRAGSCOPE_OK) return status;
   if (ptr == nullptr) return FRAGSCOPE_OK;
   return Guard([&] {
-    allocator->system->device(static_cast<std::size_t>(device)).Free(ptr);
+    DeviceAt(allocator, device).Free(ptr);
     return FRAGSCOPE_OK;
   });
 }
@@ -323,7 +345,7 @@ fragscope_status fragscope_mark(fragscope_allocator* allocator, int device, cons
   if (name == nullptr) return Fail(FRAGSCOPE_ERROR_INVALID_ARGUMENT, "marker name is NULL");
   return Guard([&] {
     std::lock_guard guard(allocator->trace_mutex);
-    allocator->system->device(static_cast<std::size_t>(device)).Mark(name);
+    DeviceAt(allocator, device).Mark(name);
     return FRAGSCOPE_OK;
   });
 }
@@ -340,7 +362,7 @@ fragscope_status fragscope_get_stats(const fragscope_allocator* allocator, int d
   }
   return Guard([&] {
     const fragscope::AllocatorStats s =
-        allocator->system->device(static_cast<std::size_t>(device)).Stats();
+        DeviceAt(allocator, device).Stats();
     const fragscope_stats filled{
         .struct_size = 0,
         .in_use = s.in_use,

@@ -114,4 +114,26 @@ TEST_F(CapiTags, ThreadsTaggingWhileTracesAreAttachedAndDetachedNeverMislabel) {
   }
 }
 
+// A configuration for CUDA device 1 (device=1) names itself device 1 in reports and traces; that
+// number is accepted back, as is the index 0, and a device it is not is refused naming both.
+TEST(CapiDevices, TheNumberAReportGivesCanBePassedBack) {
+  fragscope_allocator* allocator = nullptr;
+  ASSERT_EQ(fragscope_create("backing=sim,device=1,limit=4MiB", &allocator), FRAGSCOPE_OK);
+  void* ptr = nullptr;
+  EXPECT_EQ(fragscope_malloc(allocator, 64u << 20, 0, 0, &ptr), FRAGSCOPE_ERROR_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(fragscope_last_error()).find("out of memory on device 1"), std::string::npos)
+      << fragscope_last_error();
+  char buffer[4096];
+  size_t needed = 0;
+  EXPECT_EQ(fragscope_last_oom_json(allocator, 1, buffer, sizeof buffer, &needed), FRAGSCOPE_OK) << fragscope_last_error();
+  EXPECT_NE(std::string(buffer).find("\"device\":1"), std::string::npos) << buffer;
+  EXPECT_EQ(fragscope_last_oom_json(allocator, 0, buffer, sizeof buffer, &needed), FRAGSCOPE_OK);
+  EXPECT_EQ(fragscope_malloc(allocator, 1024, 1, 0, &ptr), FRAGSCOPE_OK);
+  EXPECT_EQ(fragscope_free(allocator, ptr, 1), FRAGSCOPE_OK);
+  EXPECT_EQ(fragscope_malloc(allocator, 1024, 2, 0, &ptr), FRAGSCOPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fragscope_last_error()).find("which reports call device 1"), std::string::npos)
+      << fragscope_last_error();
+  fragscope_destroy(allocator);
+}
+
 }  // namespace

@@ -18,7 +18,8 @@
  *   - A NULL or foreign handle (one that is not a live allocator; checked by a magic number, a best
  *     effort) or a NULL required pointer is FRAGSCOPE_ERROR_INVALID_ARGUMENT; nothing changes.
  *   - `device` is the index of a (virtual) device of the configuration: 0 unless the configuration
- *     has virtual_devices=... ; a device out of range is FRAGSCOPE_ERROR_INVALID_ARGUMENT.
+ *     has virtual_devices=... ; without virtual devices the number reports and traces give it (the
+ *     CUDA ordinal of device=N) is accepted too. Any other is FRAGSCOPE_ERROR_INVALID_ARGUMENT.
  *   - Every function is thread-safe on one handle, except fragscope_destroy.
  */
 #ifndef FRAGSCOPE_FRAGSCOPE_H_
