@@ -1,5 +1,5 @@
-// Allocation sequences, replay, and min-limit: over in-memory events (synth output and hand-made
-// traces), no trace files.
+// Allocation sequences and replay: over in-memory events (synth output and hand-made traces), no
+// trace files. min-limit and the policy advice it checks are in min_limit_test.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,138 +21,17 @@
 #include "fragscope/analysis/policy_advice.hpp"
 #include "fragscope/analysis/replay.hpp"
 #include "fragscope/analysis/synth.hpp"
+#include "replay_fixtures.hpp"
 #include "support/recording_sink.hpp"
 
 namespace fragscope::analysis {
 namespace {
 
-using testing::RecordingSink;
-using traces::Event;
-using traces::EventType;
-
-// Replays that are meant to hit OOMs make the allocator warn once per OOM; keep the log readable.
-class QuietOoms {
- public:
-  QuietOoms() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::err); }
-  ~QuietOoms() { spdlog::set_level(level_); }
-
- private:
-  spdlog::level::level_enum level_;
-};
-
-// Feeds `events` in blocks of `block` events, as a trace reader would.
-AllocationSequence Build(const traces::TraceHeader& header, const std::vector<Event>& events,
-                         const std::vector<std::string>* tags = nullptr, std::size_t block = 1000) {
-  std::size_t next = 0;
-  return BuildAllocationSequence(
-      header,
-      [&](std::vector<Event>* out) {
-        if (next >= events.size()) return false;
-        const std::size_t end = std::min(events.size(), next + block);
-        out->assign(events.begin() + static_cast<std::ptrdiff_t>(next),
-                    events.begin() + static_cast<std::ptrdiff_t>(end));
-        next = end;
-        return true;
-      },
-      tags);
-}
-
-struct Trace {
-  traces::TraceHeader header;
-  std::vector<Event> events;
-  AllocationSequence sequence;
-};
-
-Trace SynthTrace(std::uint64_t events, const std::string& conf = "backing=sim,capacity=80GiB",
-                 std::uint32_t devices = 1) {
-  SynthOptions options;
-  options.events = events;
-  options.alloc_conf = conf;
-  options.devices = devices;
-  RecordingSink sink;
-  Trace trace;
-  trace.header = Synthesize(options, sink);
-  trace.events = sink.events();
-  const std::vector<std::string> tags = sink.Names();
-  trace.sequence = Build(trace.header, trace.events, &tags);
-  return trace;
-}
-
-Event Make(EventType type, std::uint32_t device, std::uint64_t address, std::uint64_t size,
-           std::uint64_t id, std::uint64_t seq) {
-  Event e;
-  e.type = type;
-  e.device = device;
-  e.address = address;
-  e.size = size;
-  e.rounded = type == EventType::kAlloc ? RoundUp(size) : 0;
-  e.alloc_id = id;
-  e.seq = seq;
-  return e;
-}
-Event Alloc(std::uint32_t device, std::uint64_t address, std::uint64_t size, std::uint64_t id,
-            std::uint64_t seq) {
-  return Make(EventType::kAlloc, device, address, size, id, seq);
-}
-Event Free(std::uint32_t device, std::uint64_t address, std::uint64_t id, std::uint64_t seq) {
-  return Make(EventType::kFree, device, address, 0, id, seq);
-}
-
-// Peaks computed from events alone, independently of the analysis library.
-struct Peaks {
-  std::uint64_t load = 0, in_use = 0, reserved = 0, waste = 0;
-  double utilization = 1.0;  // most in use while reserved is at its peak, over that peak
-};
-
-Peaks PeaksOf(const std::vector<Event>& events, std::uint32_t device) {
-  Peaks p;
-  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> live;  // address -> size, rounded
-  std::uint64_t load = 0, in_use = 0, reserved = 0, best_in_use = 0;
-  for (const Event& e : events) {
-    if (e.device != device) continue;
-    switch (e.type) {
-      case EventType::kAlloc:
-        live[e.address] = {e.size, e.rounded};
-        load += e.size;
-        in_use += e.rounded;
-        break;
-      case EventType::kFree: {
-        auto it = live.find(e.address);
-        if (it == live.end()) continue;
-        load -= it->second.first;
-        in_use -= it->second.second;
-        live.erase(it);
-        break;
-      }
-      case EventType::kRegionReserve:
-      case EventType::kMap: reserved += e.size; break;  // mapped pages are reserved memory
-      case EventType::kRegionRelease:
-      case EventType::kUnmap: reserved -= e.size; break;
-      default: continue;
-    }
-    p.load = std::max(p.load, load);
-    p.in_use = std::max(p.in_use, in_use);
-    p.waste = std::max(p.waste, in_use - load);
-    if (reserved > p.reserved) {
-      p.reserved = reserved;
-      best_in_use = in_use;
-    } else if (reserved == p.reserved) {
-      best_in_use = std::max(best_in_use, in_use);
-    }
-  }
-  p.utilization = p.reserved == 0 ? 1.0 : static_cast<double>(best_in_use) / static_cast<double>(p.reserved);
-  return p;
-}
+using namespace replay_fixtures;  // NOLINT: the fixtures are this file's vocabulary
 
 auto Fields(const Event& e) {
   return std::tuple(e.type, e.device, e.seq, e.time_ns, e.address, e.size, e.rounded, e.region,
                     e.alloc_id, e.thread, e.tag, e.oom.request, e.oom.cause);
-}
-
-ReplayOptions Options(const std::string& conf) {
-  ReplayOptions options;
-  options.conf = ParseAllocConf(conf);
-  return options;
 }
 
 // --- allocation sequences ---
@@ -424,17 +303,6 @@ TEST(Replay, StopsAtTheFirstOomWithADiagnosis) {
   EXPECT_EQ(replayed.back().type, EventType::kOom);
 }
 
-// Eight 1 MiB blocks fill four 2 MiB regions; every other one is freed: 4 MiB free in four
-// separate 1 MiB holes; then a 1.5 MiB request, which fits none of them.
-std::vector<Event> FourMebibyteHolesThenOneAndAHalf() {
-  std::vector<Event> events;
-  std::uint64_t seq = 0;
-  for (std::uint64_t i = 0; i < 8; ++i) events.push_back(Alloc(0, 0x100000 * (i + 1), MiB, i + 1, seq++));
-  for (std::uint64_t i = 0; i < 8; i += 2) events.push_back(Free(0, 0x100000 * (i + 1), i + 1, seq++));
-  events.push_back(Alloc(0, 0x900000, MiB + MiB / 2, 9, seq++));
-  return events;
-}
-
 TEST(Replay, FragmentationOomNamesTheHolesThatAlmostFit) {
   const AllocationSequence sequence = Build({}, FourMebibyteHolesThenOneAndAHalf());
   QuietOoms quiet;
@@ -584,58 +452,6 @@ TEST(Replay, ReportsProgressAndRejectsAConfigThatDoesNotFit) {
   EXPECT_THROW(Replay(trace.sequence, options), ConfigError);
 }
 
-// --- min-limit ---
-
-TEST(MinLimit, FindsTheSmallestLimitToTheMiB) {
-  QuietOoms quiet;
-  const Trace trace = SynthTrace(20000);
-  for (const char* conf : {"", "growth=off,gc=off", "expandable=on"}) {
-    SCOPED_TRACE(conf);
-    const ReplayOptions options = Options(conf);
-    const MinLimitResult found = FindMinLimit(trace.sequence, options);
-    ASSERT_TRUE(found.fits_at_all);
-    EXPECT_EQ(found.peak_load, PeaksOf(trace.events, 0).load);
-    EXPECT_GE(found.min_limit, found.peak_load);
-    EXPECT_GT(found.replays, 2u);
-    EXPECT_LT(found.replays, 25u);
-    ReplayOptions at = options;
-    at.conf.limit = found.min_limit;
-    EXPECT_FALSE(Replay(trace.sequence, at).stopped_at_oom);
-    at.conf.limit = found.min_limit - MiB;
-    EXPECT_TRUE(Replay(trace.sequence, at).stopped_at_oom);
-  }
-}
-
-// Under paging a limit of less than one page is refused when the allocator is made: the search
-// counts it as a limit that does not run the trace, and a small trace's smallest limit is one page.
-TEST(MinLimit, ASmallTraceUnderPagingNeedsOnePage) {
-  const std::vector<Event> events = {Alloc(0, 0x1000, 300 * 1024, 1, 1), Alloc(0, 0x100000, 200 * 1024, 2, 2),
-                                     Free(0, 0x1000, 1, 3), Free(0, 0x100000, 2, 4)};
-  const AllocationSequence sequence = Build({}, events);
-  const MinLimitResult paging = FindMinLimit(sequence, Options(""));
-  ASSERT_TRUE(paging.fits_at_all);
-  EXPECT_EQ(paging.min_limit, 2 * MiB) << "one 2 MiB page holds both";
-  const MinLimitResult regions = FindMinLimit(sequence, Options("growth=on"));
-  ASSERT_TRUE(regions.fits_at_all);
-  EXPECT_EQ(regions.min_limit, MiB) << "the region model has no pages";
-}
-
-TEST(MinLimit, SaysWhenNothingFitsAndRefusesVirtualDevices) {
-  QuietOoms quiet;
-  const Trace trace = SynthTrace(20000);
-  ReplayOptions options = Options("");
-  options.capacity = 256 * MiB;
-  const MinLimitResult none = FindMinLimit(trace.sequence, options);
-  EXPECT_FALSE(none.fits_at_all);
-  EXPECT_EQ(none.replays, 1u);
-  try {
-    FindMinLimit(trace.sequence, Options("capacity=16GiB,virtual_devices=8GiB+8GiB"));
-    FAIL() << "expected ConfigError";
-  } catch (const ConfigError& error) {
-    EXPECT_EQ(error.key(), "virtual_devices");
-  }
-}
-
 // --- speed (prints; asserts nothing about the machine) ---
 
 void MeasureThroughput(std::uint64_t events) {
@@ -669,58 +485,6 @@ TEST(ReplaySpeed, OneMillionOps) { MeasureThroughput(1000000); }
 
 // Run by hand: replay_test --gtest_also_run_disabled_tests --gtest_filter='*TenMillion*'
 TEST(ReplaySpeed, DISABLED_TenMillionOps) { MeasureThroughput(10000000); }
-
-// Policy advice is checked by replay: a switch that helps is suggested, one that does not is not.
-ReplayResult ReplayUnder(const AllocationSequence& sequence, const AllocConf& conf) {
-  ReplayOptions options;
-  options.conf = conf;
-  return Replay(sequence, options);
-}
-
-TEST(PolicyAdvice, GcThatHelpsIsSuggested) {
-  // Two 4 MiB blocks fill two regions under an 8 MiB limit; both are freed; a 6 MiB request then
-  // needs the empty regions released (gc), which gc=off will not do.
-  std::vector<Event> events = {Alloc(0, 0x100000, 4 * MiB, 1, 0), Alloc(0, 0x600000, 4 * MiB, 2, 1),
-                               Free(0, 0x100000, 1, 2), Free(0, 0x600000, 2, 3),
-                               Alloc(0, 0xb00000, 6 * MiB, 3, 4)};
-  const AllocationSequence sequence = Build({}, events);
-  QuietOoms quiet;
-  const AllocConf conf = ParseAllocConf("backing=sim,limit=8MiB,growth=off,gc=off");
-  ReplayResult result = ReplayUnder(sequence, conf);
-  ASSERT_EQ(result.devices.at(0).ooms.size(), 1u);
-  const CheckedAdvice advice = CheckPolicyAdvice(sequence, conf, true, 1);
-  EXPECT_TRUE(advice.checked_gc);
-  EXPECT_EQ(advice.ooms_with_gc, 0u);
-  EXPECT_FALSE(advice.facts.gc);  // still off: the advice will say "turn gc on"
-  EXPECT_TRUE(advice.note.empty());
-  ReplaceWithCheckedAdvice(result.devices[0].ooms, advice);
-  EXPECT_EQ(result.devices[0].ooms[0].report.suggestion.rfind("turn gc on (gc=on)", 0), 0u)
-      << result.devices[0].ooms[0].report.suggestion;
-}
-
-TEST(PolicyAdvice, SwitchesThatDoNotHelpAreNotSuggested) {
-  // Four 1 MiB holes between live blocks (see FragmentationOomNamesTheHolesThatAlmostFit): no
-  // region is empty (gc cannot help) and one expandable region strands the same holes.
-  const AllocationSequence sequence = Build({}, FourMebibyteHolesThenOneAndAHalf());
-  QuietOoms quiet;
-  const AllocConf conf = ParseAllocConf("backing=sim,limit=8MiB,growth=off,gc=off");
-  ReplayResult result = ReplayUnder(sequence, conf);
-  ASSERT_EQ(result.devices.at(0).ooms.size(), 1u);
-  const CheckedAdvice advice = CheckPolicyAdvice(sequence, conf, true, 1);
-  EXPECT_TRUE(advice.checked_gc);
-  EXPECT_TRUE(advice.checked_expandable);
-  EXPECT_EQ(advice.ooms_with_gc, 1u);
-  EXPECT_EQ(advice.ooms_with_expandable, 1u);
-  EXPECT_EQ(advice.note, "checked by replay: on this trace gc=on meets 1 and expandable=on meets 1 OOMs, 1 "
-                         "without them, so they are not suggested");
-  // A replay's own report carries the live allocator's unchecked advice: replaced.
-  ReplaceWithCheckedAdvice(result.devices[0].ooms, advice);
-  const std::string& suggestion = result.devices[0].ooms[0].report.suggestion;
-  EXPECT_EQ(suggestion.find("gc=on:"), std::string::npos) << suggestion;
-  EXPECT_EQ(suggestion.rfind("raise the limit", 0), 0u) << suggestion;
-  // A backing that cannot grow in place is never offered expandable=on, checked or not.
-  EXPECT_FALSE(CheckPolicyAdvice(sequence, conf, false, 1).checked_expandable);
-}
 
 }  // namespace
 }  // namespace fragscope::analysis
