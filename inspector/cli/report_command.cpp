@@ -63,10 +63,12 @@ int RunReport(const ReportOptions& options) {
   std::vector<std::uint32_t> devices;
   std::vector<analysis::DeviceMetrics> metrics;
   std::vector<std::vector<analysis::OomDiagnosis>> ooms;
+  std::vector<std::optional<analysis::FragmentationSummary>> fragmentation;
   for (const analysis::DeviceDiagnosis& d : diagnosis.devices) {
     devices.push_back(d.device);
     metrics.push_back(d.metrics);
     ooms.push_back(d.ooms);
+    fragmentation.push_back(d.fragmentation);
   }
   for (const std::string& warning : diagnosis.warnings) spdlog::warn("{}", warning);
 
@@ -79,6 +81,7 @@ int RunReport(const ReportOptions& options) {
   view.devices = std::move(devices);
   view.metrics = std::move(metrics);
   view.ooms = std::move(ooms);
+  view.fragmentation = std::move(fragmentation);
   view.leak = leak;
   view.kind = diagnosis.kind;
   view.states = std::move(diagnosis.states);

@@ -78,6 +78,22 @@ void PrintReportJson(const ReportView& view) {
             before->LikeForLikeOverhead(metrics[i].peak_reserved, metrics[i].peak_load);
       }
     }
+    // Over time (metrics.hpp): the moments of the most stranded bytes and of the highest ratio.
+    // null where the evidence has no reserved memory (no holes to measure); absent for a state.
+    if (!state && i < view.fragmentation.size() && view.fragmentation[i]) {
+      const analysis::FragmentationSummary& f = *view.fragmentation[i];
+      device["fragmentation_over_time"] =
+          metrics[i].peak_reserved == 0
+              ? nlohmann::json(nullptr)
+              : nlohmann::json{{"highest", f.highest},
+                               {"highest_event", f.highest_event},
+                               {"highest_free", f.highest_free},
+                               {"highest_largest_free", f.highest_largest},
+                               {"most_stranded", f.most_stranded},
+                               {"stranded_event", f.stranded_event},
+                               {"stranded_free", f.stranded_free},
+                               {"stranded_largest_free", f.stranded_largest}};
+    }
     list.push_back(std::move(device));
   }
   const nlohmann::json warnings = view.warnings;  // the source's first

@@ -81,6 +81,21 @@ void PrintReportText(const ReportView& view) {
                FormatBytes(m.peak_load > before->requested ? m.peak_load - before->requested : 0),
                FormatRatio(before->LikeForLikeOverhead(m.peak_reserved, m.peak_load)));
   }
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (i >= view.fragmentation.size() || !view.fragmentation[i] || metrics[i].peak_reserved == 0) continue;
+    const analysis::FragmentationSummary& f = *view.fragmentation[i];
+    if (!f.had_free) continue;
+    if (f.most_stranded == 0) {
+      fmt::print("device {}: fragmentation over time: none; the free memory was one hole after every event\n",
+                 devices[i]);
+      continue;
+    }
+    fmt::print("device {}: fragmentation over time: up to {} free outside the largest hole (after event {}: {} "
+               "free, the largest hole {}); the highest ratio {} after event {} ({} free, the largest hole {})\n",
+               devices[i], FormatBytes(f.most_stranded), f.stranded_event, FormatBytes(f.stranded_free),
+               FormatBytes(f.stranded_largest), FormatRatio(f.highest), f.highest_event,
+               FormatBytes(f.highest_free), FormatBytes(f.highest_largest));
+  }
   if (leak) fmt::print("{}\n", leak->explanation);
   std::vector<analysis::OomDiagnosis> all;
   for (const auto& list : ooms) all.insert(all.end(), list.begin(), list.end());

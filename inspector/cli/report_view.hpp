@@ -24,6 +24,7 @@ struct ReportView {
   std::vector<std::uint32_t> devices;
   std::vector<analysis::DeviceMetrics> metrics;
   std::vector<std::vector<analysis::OomDiagnosis>> ooms;
+  std::vector<std::optional<analysis::FragmentationSummary>> fragmentation;  // histories only
   std::optional<analysis::LeakFinding> leak;
   traces::EvidenceKind kind = traces::EvidenceKind::kHistory;
   std::vector<analysis::StateFindings> states;  // a state's findings (kind kState)

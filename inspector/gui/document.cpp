@@ -69,6 +69,7 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
   analysis::DiagnosisOptions quick;
   quick.check_advice = false;
   quick.min_limit = false;
+  quick.fragmentation = false;
   std::vector<std::uint64_t> oom_events;
   analysis::Diagnosis recorded = analysis::Diagnose(*context, quick);
   for (analysis::DeviceDiagnosis& device : recorded.devices) {

@@ -155,6 +155,21 @@ TEST(TimelinePerformance, DISABLED_TenMillionEvents) {
   std::uint64_t sum = 0;
   for (int i = 0; i < 20000; ++i) value.Time([&] { sum += model->ValueAt(0, Series::kLoad, rng() % n); });
   fmt::print("ValueAt: {} (checksum {})\n", value.Line(), sum % 10);
+  // Fragmentation over time: its pass (on first use), then its level of detail.
+  const auto frag_t = Clock::now();
+  const double frag_cpu = CpuUs();
+  model->PrepareFragmentation();
+  fmt::print("fragmentation pass: {:.2f} s wall, {:.2f} s cpu ({:.0f} ns/event); highest {:.3f}, most stranded {:.1f} MiB\n",
+             us_since(frag_t) / 1e6, (CpuUs() - frag_cpu) / 1e6, (CpuUs() - frag_cpu) * 1e3 / static_cast<double>(n),
+             model->Fragmentation(0).highest, mib(model->Fragmentation(0).most_stranded));
+  Percentiles frag_zoom;
+  std::vector<float> fmn, fmx;
+  for (int i = 0; i < 2000; ++i) {
+    const auto width = static_cast<std::uint64_t>(std::exp2(11 + (std::log2(static_cast<double>(n)) - 11) * static_cast<double>(rng() % 1000) / 999.0));
+    const std::uint64_t begin = rng() % (n - std::min(n, width) + 1);
+    frag_zoom.Time([&] { model->DownsampleFragmentation(0, begin, begin + width, 2000, &fmn, &fmx); });
+  }
+  fmt::print("DownsampleFragmentation, 2000 columns, 2000 random zooms: {}\n", frag_zoom.Line());
   system->SetSink(nullptr);
   for (void* p : live) a.Free(p);
 }

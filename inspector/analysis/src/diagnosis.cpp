@@ -119,6 +119,9 @@ Diagnosis Diagnose(const AnalysisContext& context, const DiagnosisOptions& optio
     }
     return diagnosis;
   }
+  if (options.fragmentation) {
+    for (DeviceDiagnosis& d : diagnosis.devices) d.fragmentation = model.Fragmentation(d.device);
+  }
   const std::optional<AllocConf>& conf = context.recorded_conf();
   if (!diagnosis.any_oom || !conf) return diagnosis;
 

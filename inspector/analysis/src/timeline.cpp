@@ -238,6 +238,24 @@ std::vector<std::uint64_t> TimelineModel::FirstFrees(std::uint32_t device, const
   return out;
 }
 
+void TimelineModel::PrepareFragmentation() const { impl_->Fragmentation(); }
+
+double TimelineModel::FragmentationAt(std::uint32_t device, std::uint64_t index) const {
+  return timeline_detail::FragmentationAt(*impl_, impl_->Fragmentation(), device, index);
+}
+
+void TimelineModel::DownsampleFragmentation(std::uint32_t device, std::uint64_t begin, std::uint64_t end,
+                                            std::uint32_t columns, std::vector<float>* min,
+                                            std::vector<float>* max) const {
+  timeline_detail::DownsampleFragmentation(*impl_, impl_->Fragmentation(), device, begin, end, columns, min, max);
+}
+
+FragmentationSummary TimelineModel::Fragmentation(std::uint32_t device) const {
+  const FragmentationData& data = impl_->Fragmentation();
+  const auto it = impl_->device_slot.find(device);
+  return it == impl_->device_slot.end() ? FragmentationSummary{} : data.devices[it->second].summary;
+}
+
 const std::vector<std::string>& TimelineModel::warnings() const { return impl_->warnings; }
 
 TimelineFootprint TimelineModel::footprint() const {

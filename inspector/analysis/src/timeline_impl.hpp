@@ -21,12 +21,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <unordered_map>
 #include <vector>
 
 #include "fragscope/analysis/timeline.hpp"
+#include "timeline_fragmentation.hpp"
 #include "timeline_pmap.hpp"
 #include "timeline_store.hpp"
 
@@ -109,6 +111,10 @@ struct ModelData {
   std::uint32_t keyframe_interval = 4096;
   std::uint64_t keyframe_bytes = 0;
   std::uint64_t keyframe_count = 0;
+  // External fragmentation over time, built by its first query (timeline_fragmentation.hpp).
+  mutable std::once_flag fragmentation_once;
+  mutable std::unique_ptr<FragmentationData> fragmentation;
+  const FragmentationData& Fragmentation() const;
 
   const DeviceData* Find(std::uint32_t device) const;
   std::string TagName(traces::TagId id) const;

@@ -79,6 +79,9 @@ struct DiagnosisOptions {
   std::optional<std::uint32_t> device;  // only this device (it must exist: std::invalid_argument)
   bool check_advice = true;             // replay under the free switches before advising them
   bool min_limit = true;                // bisect the smallest limit for a trace with OOMs
+  // Fragmentation over time: a pass over every event (TimelineModel::Fragmentation); the inspector
+  // leaves it to a background job instead of its first frame.
+  bool fragmentation = true;
   Progress min_limit_progress;          // (replays done, replays expected)
 };
 
@@ -87,6 +90,8 @@ struct DeviceDiagnosis {
   DeviceMetrics metrics;
   std::vector<OomDiagnosis> ooms;  // with advice (checked where a replay could) and min_limit
   std::optional<BeforeRecording> before_recording;
+  // External fragmentation over time (histories only: a state has one moment, metrics need time).
+  std::optional<FragmentationSummary> fragmentation;
 };
 
 struct Diagnosis {

@@ -84,6 +84,20 @@ struct MemoryState {
   std::vector<LiveChunk> outside_regions;  // allocations in no recorded region (imported traces)
 };
 
+// External fragmentation (metrics.hpp: 1 - largest hole / free bytes in regions) over one device's
+// whole history: the moments that say most about it, with the bytes behind them.
+struct FragmentationSummary {
+  bool had_free = false;  // some event left free bytes in regions (else every value is 0)
+  // The highest ratio after any event (the first event that reached it) and the bytes then. A ratio
+  // near 1 over a few free bytes says little: read it with its bytes.
+  double highest = 0.0;
+  std::uint64_t highest_event = 0, highest_free = 0, highest_largest = 0;
+  // The most free bytes outside the largest hole (free in regions - largest hole): memory that no
+  // single request larger than the largest hole could use. 0 when the free memory was always one hole.
+  std::uint64_t most_stranded = 0;
+  std::uint64_t stranded_event = 0, stranded_free = 0, stranded_largest = 0;
+};
+
 struct Marker {
   std::uint64_t event_index = 0;
   std::uint32_t device = 0;
@@ -141,6 +155,17 @@ class TimelineModel {
   // records, ending early once every address is found.
   std::vector<std::uint64_t> FirstFrees(std::uint32_t device, const std::vector<std::uint64_t>& addresses,
                                         std::uint64_t from, std::uint64_t to) const;
+
+  // External fragmentation over time. Not computed by Build: the first call of any of these runs
+  // one more pass over the events (about as long as Build's index; thread-safe, the others wait for
+  // it), which PrepareFragmentation starts without asking anything, e.g. on a worker thread.
+  void PrepareFragmentation() const;
+  // After event `index` (clamped), to within 1.5e-5 (values are stored as 16-bit fractions).
+  double FragmentationAt(std::uint32_t device, std::uint64_t index) const;
+  // Min and max over the columns of Downsample (the same slices), as ratios in [0, 1].
+  void DownsampleFragmentation(std::uint32_t device, std::uint64_t begin, std::uint64_t end,
+                               std::uint32_t columns, std::vector<float>* min, std::vector<float>* max) const;
+  FragmentationSummary Fragmentation(std::uint32_t device) const;
 
   // Warnings met while reading (frees of unknown addresses, a truncated file, ...).
   const std::vector<std::string>& warnings() const;
