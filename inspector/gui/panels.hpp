@@ -47,6 +47,7 @@ inline constexpr ImU32 kRequest = IM_COL32(240, 50, 50, 255);
 inline constexpr ImU32 kLimit = IM_COL32(210, 70, 210, 255);
 inline constexpr ImU32 kGrid = IM_COL32(52, 52, 60, 255);
 inline constexpr ImU32 kMarker = IM_COL32(80, 200, 215, 255);
+inline constexpr ImU32 kFragmentation = IM_COL32(90, 220, 120, 255);  // its own 0..1 scale
 inline constexpr ImU32 kRestBand = IM_COL32(88, 92, 104, 255);  // the active-memory stack's rest
 // The active-memory stack's bands, in turn (neighbours differ in hue and brightness).
 ImU32 Band(std::size_t index);
@@ -93,12 +94,24 @@ class TimelinePanel {
   // it is ready for the view drawn, the in-use curve is drawn. Blocks until the computation running
   // now finished; the next frame then shows it (screenshots and tests).
   void WaitStack() { stack_job_.Wait(); }
+  // External fragmentation over time (1 - largest hole / free), on its own scale: 0 at the plot's
+  // bottom, 1 at its top. The model computes it on first use, in a job of this panel (or the
+  // app's diagnosis) off the UI thread; until then nothing is drawn and the legend says so.
+  bool show_fragmentation = false;
+  void WaitFragmentation() { fragmentation_job_.Wait(); }
+  // Whether the last frame drew it, and the per-column min and max it drew.
+  bool fragmentation_drawn() const { return fragmentation_drawn_; }
+  const std::vector<float>& fragmentation_min() const { return frag_min_; }
+  const std::vector<float>& fragmentation_max() const { return frag_max_; }
   // Frees the plot's textures while the GL context is still current.
   void ReleaseGl() {
     plot_canvas_.Release();
     minimap_canvas_.Release();
   }
-  ~TimelinePanel() { stack_job_.Wait(); }
+  ~TimelinePanel() {
+    stack_job_.Wait();
+    fragmentation_job_.Wait();
+  }
 
  private:
   void Refresh(const Document& document, const Selection& selection, int width);
@@ -133,6 +146,11 @@ class TimelinePanel {
   int cached_width_ = -1;
   bool cached_time_axis_ = false;
   std::vector<std::uint64_t> min_[3], max_[3];
+  // Fragmentation's columns for the cached view (valid once the model has it).
+  void RefreshFragmentation(const Document& document, const Selection& selection);
+  std::vector<float> frag_min_, frag_max_;
+  bool frag_valid_ = false, fragmentation_drawn_ = false;
+  Job fragmentation_job_;
   // What a stack is computed for: the LOD cache's key.
   struct StackKey {
     const Document* document = nullptr;

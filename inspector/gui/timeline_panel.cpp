@@ -138,9 +138,11 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
       stack_ = {};
       stack_valid_ = false;
     }
+    if (show_fragmentation && !frag_valid_) RefreshFragmentation(document, selection);
     return;
   }
   stack_valid_ = false;
+  frag_valid_ = false;
   cached_document_ = &document;
   cached_device_ = selection.device;
   cached_width_ = width;
@@ -198,6 +200,41 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
   } else {
     stack_ = {};
   }
+  if (show_fragmentation) RefreshFragmentation(document, selection);
+}
+
+void TimelinePanel::RefreshFragmentation(const Document& document, const Selection& selection) {
+  const auto& model = *document.model;
+  if (!model.FragmentationReady()) {
+    // Its pass reads every event (about a second on 10 M): a job, and the next frames look again.
+    if (!fragmentation_job_.running()) {
+      std::shared_ptr<const analysis::TimelineModel> shared = document.model;
+      fragmentation_job_.Start("fragmentation", [shared](Job&) { shared->PrepareFragmentation(); });
+    }
+    return;
+  }
+  const std::size_t columns = min_[0].size();
+  if (selection.time_axis) {
+    // The columns of the byte series' time slices: an empty slice shows the event before it.
+    frag_min_.assign(columns, 0.0f);
+    frag_max_.assign(columns, 0.0f);
+    std::vector<float> lo, hi;
+    for (std::size_t c = 0; c < columns && c + 1 < bounds_.size(); ++c) {
+      if (bounds_[c + 1] > bounds_[c]) {
+        model.DownsampleFragmentation(selection.device, bounds_[c], bounds_[c + 1], 1, &lo, &hi);
+        frag_min_[c] = lo[0];
+        frag_max_[c] = hi[0];
+      } else if (model.event_count() > 0) {
+        const auto at = std::min(bounds_[c] == 0 ? 0 : bounds_[c] - 1, model.event_count() - 1);
+        frag_min_[c] = frag_max_[c] = static_cast<float>(model.FragmentationAt(selection.device, at));
+      }
+    }
+  } else {
+    const auto begin = static_cast<std::uint64_t>(std::floor(selection.view.begin));
+    const auto end = static_cast<std::uint64_t>(std::ceil(selection.view.end));
+    model.DownsampleFragmentation(selection.device, begin, end, static_cast<std::uint32_t>(columns), &frag_min_, &frag_max_);
+  }
+  frag_valid_ = true;
 }
 
 void TimelinePanel::DrawMoment(const Document& document, const Selection& selection) {
@@ -256,6 +293,18 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   swatch(colours::kLoad);
   ImGui::Checkbox("LOAD", &show_load);
   ImGui::SameLine();
+  swatch(colours::kFragmentation);
+  ImGui::Checkbox("fragmentation", &show_fragmentation);
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("External fragmentation after each event: 1 - largest hole / free bytes in regions, on its "
+                      "own scale (0 at the bottom of the plot, 1 at the top). Near 1, the free memory is "
+                      "scattered in pieces much smaller than the whole.");
+  }
+  ImGui::SameLine();
+  if (show_fragmentation && !model.FragmentationReady()) {
+    ImGui::TextDisabled("(computing)");
+    ImGui::SameLine();
+  }
   ImGui::Checkbox("stack live allocations", &stacked);
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip("The active-memory timeline: the %zu largest allocations live at the view's peak as bands "
@@ -337,13 +386,9 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     bottom = std::min(bottom, y1);
     if (bottom > top) plot_canvas_.Fill(x, top, x + 1, bottom, colour);
   };
-  for (int s = 0; s < 3; ++s) {
-    if (!shown[s]) continue;
-    const ImU32 dim = (series_colour[s] & 0x00ffffffu) | (ImU32{64} << IM_COL32_A_SHIFT);
-    const int n = std::min(width, static_cast<int>(max_[s].size()));
-    // Rows of each column's span: [hi, lo).
-    const auto hi_of = [&](int c) { return y_of(max_[s][static_cast<std::size_t>(c)]); };
-    const auto lo_of = [&](int c) { return y_of(min_[s][static_cast<std::size_t>(c)]) + 1; };
+  // One series' columns: hi_of(c) and lo_of(c) are the rows [hi, lo) of column c's span.
+  const auto draw_spans = [&](int n, auto&& hi_of, auto&& lo_of, ImU32 colour) {
+    const ImU32 dim = (colour & 0x00ffffffu) | (ImU32{64} << IM_COL32_A_SHIFT);
     for (int c = 0; c < n; ++c) {
       const float hi = hi_of(c), lo = lo_of(c);
       const float x = x0 + static_cast<float>(c);
@@ -353,7 +398,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
           if (top > lo_of(c - 1) - 1) top = lo_of(c - 1) - 1;
           if (bottom < hi_of(c - 1) + 1) bottom = hi_of(c - 1) + 1;
         }
-        fill(x, top, bottom, series_colour[s]);
+        fill(x, top, bottom, colour);
         continue;
       }
       fill(x, hi + 1, lo - 1, dim);
@@ -365,9 +410,25 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
         line_top = std::min(line_top, hi_of(d));
         line_bottom = std::max(line_bottom, lo_of(d));
       }
-      fill(x, line_top, hi + 1, series_colour[s]);
-      fill(x, lo - 1, line_bottom, series_colour[s]);
+      fill(x, line_top, hi + 1, colour);
+      fill(x, lo - 1, line_bottom, colour);
     }
+  };
+  for (int s = 0; s < 3; ++s) {
+    if (!shown[s]) continue;
+    const int n = std::min(width, static_cast<int>(max_[s].size()));
+    draw_spans(
+        n, [&](int c) { return y_of(max_[s][static_cast<std::size_t>(c)]); },
+        [&](int c) { return y_of(min_[s][static_cast<std::size_t>(c)]) + 1; }, series_colour[s]);
+  }
+  // Fragmentation on its own scale, over the byte series: 0 at the bottom row, 1 at the top.
+  fragmentation_drawn_ = show_fragmentation && frag_valid_;
+  if (fragmentation_drawn_) {
+    const auto row = [&](float f) { return static_cast<float>(std::round(y1 - static_cast<double>(f) * plot_h)); };
+    const int n = std::min(width, static_cast<int>(frag_max_.size()));
+    draw_spans(
+        n, [&](int c) { return row(frag_max_[static_cast<std::size_t>(c)]); },
+        [&](int c) { return row(frag_min_[static_cast<std::size_t>(c)]) + 1; }, colours::kFragmentation);
   }
   {
     // Labels where they fit: a short plot (a small window, a large --scale) labels every other line.
@@ -383,6 +444,13 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       draw->AddText(at, IM_COL32(170, 170, 180, 255), text.c_str());
     }
     if (plot_h >= 2 * line_h + 4) draw->AddText(ImVec2(x0 + 4, y1 - line_h - 1), IM_COL32(170, 170, 180, 255), "0");
+    if (fragmentation_drawn_) {  // its scale, at the right: 1 at the top
+      const char* top = "fragmentation 1";
+      const ImVec2 size = ImGui::CalcTextSize(top);
+      const ImVec2 at(x0 + static_cast<float>(width) - size.x - 4, y0 + line_h + 3);
+      draw->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + size.x + 2, at.y + size.y), IM_COL32(20, 20, 24, 210));
+      draw->AddText(at, colours::kFragmentation, top);
+    }
   }
   limit_row_ = -1;
   if (limit_ > 0 && limit_ <= y_max_) {

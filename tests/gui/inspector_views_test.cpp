@@ -192,5 +192,51 @@ TEST(Inspector, ScaleSizesTheFontAndTheLayout) {
   EXPECT_EQ(clamped->scale(), kMaxScale);
 }
 
+// DESIGN.md's "external fragmentation over time": the timeline draws it on its own 0..1 scale when
+// asked, once the model's pass (a job, off the UI thread) has run. The columns are the model's, and
+// narrow columns are solid lines at their rows.
+TEST(Inspector, FragmentationOverTimeIsDrawnOnItsOwnScale) {
+  std::string skip;
+  auto app = OpenApp(kSamples + "synth-small.fst", "timeline", std::uint64_t{0}, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false));
+  TimelinePanel& timeline = app->timeline();
+  timeline.show_reserved = false;
+  timeline.show_in_use = false;
+  timeline.show_load = false;
+  Render(*app);
+  EXPECT_FALSE(timeline.fragmentation_drawn()) << "off by default";
+  timeline.show_fragmentation = true;
+  Render(*app);
+  timeline.WaitFragmentation();
+  Render(*app);
+  ASSERT_TRUE(timeline.fragmentation_drawn());
+  const Frame frame(*app);
+  const PixelRect plot = timeline.plot_rect();
+  const auto& model = *app->document()->model;
+  const auto columns = static_cast<std::uint32_t>(plot.x1 - plot.x0);
+  std::vector<float> lo, hi;
+  model.DownsampleFragmentation(app->selection().device, 0, model.event_count(), columns, &lo, &hi);
+  EXPECT_EQ(timeline.fragmentation_min(), lo);
+  EXPECT_EQ(timeline.fragmentation_max(), hi);
+  const auto row_of = [&](float f) { return static_cast<int>(std::round(plot.y1 - static_cast<double>(f) * (plot.y1 - plot.y0))); };
+  // Every column's max is a line of its colour at its row (solid or the top of an envelope), but
+  // where a marker line, the cursor or a label covers it.
+  int checked = 0, matched = 0, raised = 0;
+  for (std::uint32_t c = 120; c < columns; ++c) {  // past the grid labels' boxes
+    const int top = row_of(hi[c]);
+    if (top <= plot.y0 + 30 || top >= plot.y1 - 1) continue;  // the scale's label, the bottom row
+    ++checked;
+    matched += frame.At(plot.x0 + static_cast<int>(c), top) == ToRgb(colours::kFragmentation);
+    raised += hi[c] > 0.05f;
+  }
+  EXPECT_GE(checked, 100);
+  EXPECT_GE(matched * 10, checked * 9) << matched << " of " << checked;
+  EXPECT_GE(raised, 1) << "synth-small fragments: the line is not flat at 0";
+  timeline.show_fragmentation = false;
+  Render(*app);
+  EXPECT_FALSE(timeline.fragmentation_drawn());
+}
+
 }  // namespace
 }  // namespace fragscope::gui

@@ -239,6 +239,7 @@ std::vector<std::uint64_t> TimelineModel::FirstFrees(std::uint32_t device, const
 }
 
 void TimelineModel::PrepareFragmentation() const { impl_->Fragmentation(); }
+bool TimelineModel::FragmentationReady() const { return impl_->fragmentation_ready.load(std::memory_order_acquire); }
 
 double TimelineModel::FragmentationAt(std::uint32_t device, std::uint64_t index) const {
   return timeline_detail::FragmentationAt(*impl_, impl_->Fragmentation(), device, index);

@@ -473,6 +473,7 @@ const FragmentationData& ModelData::Fragmentation() const {
     auto data = std::make_unique<FragmentationData>();
     BuildFragmentation(*this, data.get());
     fragmentation = std::move(data);
+    fragmentation_ready.store(true, std::memory_order_release);
   });
   return *fragmentation;
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,6 +115,7 @@ struct ModelData {
   // External fragmentation over time, built by its first query (timeline_fragmentation.hpp).
   mutable std::once_flag fragmentation_once;
   mutable std::unique_ptr<FragmentationData> fragmentation;
+  mutable std::atomic<bool> fragmentation_ready{false};
   const FragmentationData& Fragmentation() const;
 
   const DeviceData* Find(std::uint32_t device) const;

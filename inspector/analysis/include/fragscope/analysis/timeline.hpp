@@ -160,6 +160,8 @@ class TimelineModel {
   // one more pass over the events (about as long as Build's index; thread-safe, the others wait for
   // it), which PrepareFragmentation starts without asking anything, e.g. on a worker thread.
   void PrepareFragmentation() const;
+  // Whether that pass has run (then the calls below return at once).
+  bool FragmentationReady() const;
   // After event `index` (clamped), to within 1.5e-5 (values are stored as 16-bit fractions).
   double FragmentationAt(std::uint32_t device, std::uint64_t index) const;
   // Min and max over the columns of Downsample (the same slices), as ratios in [0, 1].
