@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
@@ -117,6 +118,7 @@ TEST(TrainCli, JsonSummaryHasPeakLoadOverheadAndFragmentation) {
   EXPECT_NE(text.out.find("  frag 0."), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(fmt::format("peak LOAD {} (overhead {:.2f})", FormatBytes(peak), doc["overhead"].get<double>())),
             std::string::npos) << text.out;
+  std::filesystem::remove(trace);
 }
 
 TEST(TrainCli, ScenarioExits1WithReportAndCompleteTrace) {
