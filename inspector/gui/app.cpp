@@ -44,6 +44,7 @@ App::App(ViewOptions options) : options_(std::move(options)) {
   if (options_.confs.size() >= 2) compare_.SetConfs(options_.confs[0], options_.confs[1]);
   show_compare_ = options_.panel == "compare";
   timeline_.stacked = options_.stacked;
+  timeline_.show_fragmentation = options_.fragmentation;
 }
 
 App::~App() {

@@ -29,6 +29,7 @@ struct ViewOptions {
   bool visible = true;               // show the window (screenshots under Xvfb keep it visible too)
   std::vector<std::string> confs;    // compare: two --alloc-conf strings
   bool stacked = false;              // the timeline starts as the active-memory stack
+  bool fragmentation = false;        // the timeline starts with fragmentation over time shown
   float scale = 0;                   // text and layout scale (--scale); 0: the monitor's content scale
 };
 

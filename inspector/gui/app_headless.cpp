@@ -89,9 +89,11 @@ int App::RunScreenshot(const std::string& png) {
     compare_.Wait();
   }
   // A few frames: ImGui sizes windows and tables over the first frames; the first one also starts
-  // the timeline's stack (--stacked) on its thread, waited for before the rest.
+  // the timeline's stack (--stacked) and fragmentation (--fragmentation) on their threads, waited
+  // for before the rest.
   Frame(true);
   timeline_.WaitStack();
+  timeline_.WaitFragmentation();
   for (int i = 1; i < 4; ++i) Frame(i < 3);
   std::string error;
   if (!WritePng(png, &error)) {

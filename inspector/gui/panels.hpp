@@ -150,6 +150,7 @@ class TimelinePanel {
   void RefreshFragmentation(const Document& document, const Selection& selection);
   std::vector<float> frag_min_, frag_max_;
   bool frag_valid_ = false, fragmentation_drawn_ = false;
+  bool hint_hidden_ = false;  // the legend line had no room for the mouse hint: the tooltip has it
   Job fragmentation_job_;
   // What a stack is computed for: the LOD cache's key.
   struct StackKey {

@@ -318,9 +318,13 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     ImGui::SameLine();
   }
   const analysis::DeviceMetrics metrics = model.Metrics(selection.device);
-  ImGui::TextDisabled("peak reserved %s, peak in use %s, peak LOAD %s, overhead %.2f   (wheel: zoom, drag: pan, click: cursor)",
-                      FormatBytes(metrics.peak_reserved).c_str(), FormatBytes(metrics.peak_in_use).c_str(),
-                      FormatBytes(metrics.peak_load).c_str(), metrics.overhead());
+  const std::string peaks = fmt::format("peak reserved {}, peak in use {}, peak LOAD {}, overhead {:.2f}",
+                                        FormatBytes(metrics.peak_reserved), FormatBytes(metrics.peak_in_use),
+                                        FormatBytes(metrics.peak_load), metrics.overhead());
+  constexpr const char* kHint = "   (wheel: zoom, drag: pan, click: cursor)";
+  // The hint only where it fits on the line (a narrow window clipped it): else in the plot's tooltip.
+  hint_hidden_ = ImGui::CalcTextSize((peaks + kHint).c_str()).x > ImGui::GetContentRegionAvail().x;
+  ImGui::TextDisabled("%s%s", peaks.c_str(), hint_hidden_ ? "" : kHint);
   if (const auto* before = model.header().source.BeforeRecording(selection.device); before && before->blocks > 0) {
     ImGui::TextDisabled("%s in %llu blocks were live before recording started (the shaded start reconstructs them)",
                         FormatBytes(before->bytes).c_str(), static_cast<unsigned long long>(before->blocks));
@@ -541,6 +545,11 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
                   FormatBytes(model.ValueAt(selection.device, analysis::Series::kReserved, event)).c_str(),
                   FormatBytes(model.ValueAt(selection.device, analysis::Series::kInUse, event)).c_str(),
                   FormatBytes(model.ValueAt(selection.device, analysis::Series::kLoad, event)).c_str());
+      if (fragmentation_drawn_) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colours::kFragmentation), "external fragmentation %.3f",
+                           model.FragmentationAt(selection.device, event));
+      }
+      if (hint_hidden_) ImGui::TextDisabled("wheel: zoom, drag: pan, click: cursor");
       for (const std::string& name : MarkersNear(io.MousePos.x)) {
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colours::kMarker), "%s", name.c_str());
       }

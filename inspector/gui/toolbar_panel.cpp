@@ -72,8 +72,16 @@ void ToolbarPanel::DrawStatus(const Document& document, const Selection& selecti
     ImGui::TextColored(ImVec4(1, 0.9f, 0, 1), "cursor: event %llu%s, %s",
                        static_cast<unsigned long long>(selection.cursor), where_step.c_str(),
                        std::string(traces::ToString(event.type)).c_str());
+    // The keys where they fit on the line; a narrow window (or a long path) gets "keys (?)" and the
+    // list in its tooltip instead of a clipped line.
+    constexpr const char* kKeys = "keys: <- -> event, PgUp/PgDn page, Home/End, [ ] step, o / O next/prev OOM";
     ImGui::SameLine();
-    ImGui::TextDisabled("keys: <- -> event, PgUp/PgDn page, Home/End, [ ] step, o / O next/prev OOM");
+    if (ImGui::CalcTextSize(kKeys).x <= ImGui::GetContentRegionAvail().x) {
+      ImGui::TextDisabled("%s", kKeys);
+    } else {
+      ImGui::TextDisabled("keys (?)");
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kKeys);
+    }
   }
 }
 

@@ -25,6 +25,7 @@ struct ViewCommandOptions {
   std::string size = "1600x1000";
   bool bench = false;
   bool stacked = false;
+  bool fragmentation = false;
   float scale = 0;
   std::vector<std::string> confs;
 };
@@ -36,6 +37,7 @@ int RunView(const ViewCommandOptions& command) {
   options.panel = command.panel;
   options.confs = command.confs;
   options.stacked = command.stacked;
+  options.fragmentation = command.fragmentation;
   options.scale = command.scale;
   int w = 0, h = 0;
   char x = 0;
@@ -89,6 +91,8 @@ Command AddView(CLI::App& app) {
   sub->add_flag("--stacked", options->stacked,
                 "open the timeline as the active-memory timeline: the largest allocations live at the peak stacked as bands "
                 "(a switch in the window too)");
+  sub->add_flag("--fragmentation", options->fragmentation,
+                "show external fragmentation over time in the timeline, on its own 0..1 scale (a switch in the window too)");
   sub->add_option("--scale", options->scale,
                   fmt::format("text and layout scale, {} to {} (default: the monitor's content scale, 1 under Xvfb)",
                               gui::kMinScale, gui::kMaxScale))
