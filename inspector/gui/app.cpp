@@ -405,7 +405,7 @@ void App::DrawUi() {
   }
   if (wanted("bins")) {
     place("bins", ImVec2(lw, top + th), ImVec2(w - lw, mh));
-    if (ImGui::Begin("Free holes by size (bins)", nullptr, kFlags)) histogram_.Draw(state, version);
+    if (ImGui::Begin("Free holes by size (bins)", nullptr, kFlags)) histogram_.Draw(state, version, document.ReservedUnknown(selection_.device));
     note_rect();
     ImGui::End();
   }

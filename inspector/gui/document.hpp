@@ -52,6 +52,13 @@ struct Document {
   std::optional<std::uint64_t> min_limit;
   std::string min_limit_error;
   const std::vector<analysis::OomDiagnosis>& OomsOf(std::uint32_t device) const;
+  // Evidence that records allocations but no reserved memory (a torch.profiler trace without its
+  // totals, an RMM log): reserved, overhead, holes and fragmentation are unknown there, never 0
+  // (the report's "-").
+  bool ReservedUnknown(std::uint32_t device) const {
+    const analysis::DeviceMetrics m = model->Metrics(device);
+    return m.peak_reserved == 0 && m.peak_load > 0;
+  }
 };
 
 // Reads a trace of any format (by content) into a Document; `progress` gets (done, total).

@@ -11,7 +11,7 @@
 
 namespace fragscope::gui {
 
-void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t state_version) {
+void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t state_version, bool regions_unknown) {
   if (version_ != state_version) {
     buckets_ = analysis::FreeSizeHistogram(state);
     version_ = state_version;
@@ -28,7 +28,8 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
   label_rects_.clear();
   label_texts_.clear();
   if (buckets_.empty()) {
-    draw->AddText(ImVec2(x0 + 8, y0 + 8), IM_COL32(200, 200, 200, 255), "no free holes at the cursor");
+    draw->AddText(ImVec2(x0 + 8, y0 + 8), IM_COL32(200, 200, 200, 255),
+                  regions_unknown ? "the evidence records no regions: no holes to show" : "no free holes at the cursor");
   } else {
     std::uint64_t top = 1;
     for (const auto& b : buckets_) top = std::max(top, by_bytes_ ? b.bytes : b.count);
@@ -74,9 +75,14 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
     }
   }
   ImGui::Dummy(ImVec2(width, height));
-  ImGui::Text("free in regions %s, largest hole %s, external fragmentation %.2f",
-              FormatBytes(state.free_in_regions).c_str(), FormatBytes(state.largest_hole).c_str(),
-              ExternalFragmentation(state.largest_hole, state.free_in_regions));
+  if (regions_unknown && state.regions.empty()) {
+    // Allocations and no region (a profiler trace, an RMM log): not "0 B free" but unknown.
+    ImGui::TextDisabled("no regions recorded: free memory unknown");
+  } else {
+    ImGui::Text("free in regions %s, largest hole %s, external fragmentation %.2f",
+                FormatBytes(state.free_in_regions).c_str(), FormatBytes(state.largest_hole).c_str(),
+                ExternalFragmentation(state.largest_hole, state.free_in_regions));
+  }
 }
 
 }  // namespace fragscope::gui

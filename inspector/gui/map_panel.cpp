@@ -116,12 +116,21 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
   }
   std::uint64_t holes = 0;
   for (const auto& region : state.regions) holes += region.holes.size();
+  if (document.model != nullptr && state.regions.empty() && document.ReservedUnknown(state.device)) {
+    // No regions recorded (a profiler trace, an RMM log): "0 regions, reserved 0 B" would read as
+    // an empty device.
+    ImGui::TextWrapped("event %llu: in use %s, LOAD %s; the evidence records no regions, so reserved memory and "
+                       "its holes are unknown (allocations are drawn by address below)",
+                       static_cast<unsigned long long>(state.event_index), FormatBytes(state.in_use).c_str(),
+                       FormatBytes(state.live_requested).c_str());
+  } else {
   // Wrapped: in a compare side (half the width) the line did not fit and lost its end (issue 17, item 3).
   ImGui::TextWrapped("event %llu: %zu regions, reserved %s, in use %s, LOAD %s, %llu holes (%s free, largest %s)",
               static_cast<unsigned long long>(state.event_index), state.regions.size(),
               FormatBytes(state.reserved).c_str(), FormatBytes(state.in_use).c_str(),
               FormatBytes(state.live_requested).c_str(), static_cast<unsigned long long>(holes),
               FormatBytes(state.free_in_regions).c_str(), FormatBytes(state.largest_hole).c_str());
+  }
   row_height_ = static_cast<int>(Px(kRowHeight));
   row_gap_ = static_cast<int>(Px(kRowGap));
   const ImVec2 avail = ImGui::GetContentRegionAvail();

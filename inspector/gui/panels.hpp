@@ -276,7 +276,9 @@ class EventListPanel {
 // Free holes by size class (the allocator's bins) at the cursor.
 class HistogramPanel {
  public:
-  void Draw(const analysis::MemoryState& state, std::uint64_t state_version);
+  // `regions_unknown`: the evidence records no regions (Document::ReservedUnknown): free memory is
+  // unknown, not 0.
+  void Draw(const analysis::MemoryState& state, std::uint64_t state_version, bool regions_unknown = false);
   PixelRect canvas_rect() const { return canvas_rect_; }
   const std::vector<analysis::SizeBucket>& buckets() const { return buckets_; }
   // Where the last frame wrote the bin labels (they never overlap).

@@ -301,7 +301,10 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
                       "scattered in pieces much smaller than the whole.");
   }
   ImGui::SameLine();
-  if (show_fragmentation && !model.FragmentationReady()) {
+  if (show_fragmentation && document.ReservedUnknown(selection.device)) {
+    ImGui::TextDisabled("(unknown: no regions recorded)");
+    ImGui::SameLine();
+  } else if (show_fragmentation && !model.FragmentationReady()) {
     ImGui::TextDisabled("(computing)");
     ImGui::SameLine();
   }
@@ -318,9 +321,14 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
     ImGui::SameLine();
   }
   const analysis::DeviceMetrics metrics = model.Metrics(selection.device);
-  const std::string peaks = fmt::format("peak reserved {}, peak in use {}, peak LOAD {}, overhead {:.2f}",
-                                        FormatBytes(metrics.peak_reserved), FormatBytes(metrics.peak_in_use),
-                                        FormatBytes(metrics.peak_load), metrics.overhead());
+  const bool reserved_unknown = document.ReservedUnknown(selection.device);
+  const std::string peaks =
+      reserved_unknown
+          ? fmt::format("peak in use {}, peak LOAD {}, reserved unknown", FormatBytes(metrics.peak_in_use),
+                        FormatBytes(metrics.peak_load))
+          : fmt::format("peak reserved {}, peak in use {}, peak LOAD {}, overhead {:.2f}",
+                        FormatBytes(metrics.peak_reserved), FormatBytes(metrics.peak_in_use),
+                        FormatBytes(metrics.peak_load), metrics.overhead());
   constexpr const char* kHint = "   (wheel: zoom, drag: pan, click: cursor)";
   // The hint only where it fits on the line (a narrow window clipped it): else in the plot's tooltip.
   hint_hidden_ = ImGui::CalcTextSize((peaks + kHint).c_str()).x > ImGui::GetContentRegionAvail().x;
@@ -426,7 +434,8 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
         [&](int c) { return y_of(min_[s][static_cast<std::size_t>(c)]) + 1; }, series_colour[s]);
   }
   // Fragmentation on its own scale, over the byte series: 0 at the bottom row, 1 at the top.
-  fragmentation_drawn_ = show_fragmentation && frag_valid_;
+  // Without recorded regions there are no holes: the series would be a flat, false 0.
+  fragmentation_drawn_ = show_fragmentation && frag_valid_ && !document.ReservedUnknown(selection.device);
   if (fragmentation_drawn_) {
     const auto row = [&](float f) { return static_cast<float>(std::round(y1 - static_cast<double>(f) * plot_h)); };
     const int n = std::min(width, static_cast<int>(frag_max_.size()));
@@ -542,7 +551,9 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       ImGui::Text("%s (event %llu)", AxisLabel(selection.time_axis, anchor).c_str(),
                   static_cast<unsigned long long>(event));
       ImGui::Text("reserved %s  in use %s  LOAD %s",
-                  FormatBytes(model.ValueAt(selection.device, analysis::Series::kReserved, event)).c_str(),
+                  document.ReservedUnknown(selection.device)
+                      ? "unknown"
+                      : FormatBytes(model.ValueAt(selection.device, analysis::Series::kReserved, event)).c_str(),
                   FormatBytes(model.ValueAt(selection.device, analysis::Series::kInUse, event)).c_str(),
                   FormatBytes(model.ValueAt(selection.device, analysis::Series::kLoad, event)).c_str());
       if (fragmentation_drawn_) {

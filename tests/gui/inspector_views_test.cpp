@@ -3,6 +3,7 @@
 // Windowed tests under xvfb-run, like gui_test.cpp; each skips with a message when no display can
 // be opened.
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -236,6 +237,31 @@ TEST(Inspector, FragmentationOverTimeIsDrawnOnItsOwnScale) {
   timeline.show_fragmentation = false;
   Render(*app);
   EXPECT_FALSE(timeline.fragmentation_drawn());
+}
+
+// Evidence without reserved memory (a torch.profiler trace): reserved, holes and fragmentation are
+// unknown, not 0: the fragmentation switch draws nothing there (its series would be a flat, false 0).
+TEST(Inspector, EvidenceWithoutRegionsShowsNoFragmentation) {
+  const std::string path = std::string(FRAGSCOPE_SOURCE_DIR) +
+                           "/../shared/data/torch_profiler/kineto_resnet50_train_memevents.pt.trace.json.gz";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent (the shared data lives next to the project)";
+  std::string skip;
+  auto app = OpenApp(path, "timeline", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false)) << app->load_error();
+  ASSERT_TRUE(app->document()->ReservedUnknown(app->selection().device));
+  TimelinePanel& timeline = app->timeline();
+  timeline.show_fragmentation = true;
+  Render(*app);
+  timeline.WaitFragmentation();
+  Render(*app);
+  EXPECT_FALSE(timeline.fragmentation_drawn());
+  app.reset();  // one window at a time
+  // A fragscope trace records its regions: known there.
+  auto ours = OpenApp(kSamples + "synth-small.fst", "timeline", std::uint64_t{0}, &skip);
+  ASSERT_NE(ours, nullptr) << skip;
+  ASSERT_TRUE(ours->WaitLoaded(false));
+  EXPECT_FALSE(ours->document()->ReservedUnknown(ours->selection().device));
 }
 
 }  // namespace
