@@ -4,6 +4,7 @@
 //   timeline_build.cpp the indexing pass: state, series pyramid, keyframes, peaks, warnings
 //   timeline_state.cpp StateAt: nearest keyframe + replay of at most K events
 //   timeline_series.cpp ValueAt and Downsample over the min/max pyramid
+//   timeline_fragmentation.* external fragmentation over time: its own pass (on first use) and pyramid
 // See timeline_impl.hpp for the memory layout and the keyframe policy.
 #include "fragscope/analysis/timeline.hpp"
 
