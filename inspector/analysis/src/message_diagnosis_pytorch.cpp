@@ -4,6 +4,43 @@
 
 namespace fragscope::analysis::message_detail {
 
+namespace {
+
+// The figures a caching-allocator message always prints after "Tried to allocate …" and this one
+// lacks: it was cut (an issue title, a log line cut short, a paste). The free figure is missing by
+// design on XPU before PyTorch 2.8, so it alone does not make a message cut.
+std::vector<std::string> MissingFigures(const OomMessage& m) {
+  std::vector<std::string> missing;
+  if (!m.total) missing.emplace_back("the device's total capacity");
+  if (!m.free && m.backend != "XPU") missing.emplace_back("the free memory");
+  if (!m.allocated) missing.emplace_back("what PyTorch has allocated");
+  if (!m.reserved && !m.unallocated) missing.emplace_back("what it has reserved");
+  const bool cut = !m.total || !m.allocated || (!m.reserved && !m.unallocated);
+  return cut ? missing : std::vector<std::string>{};
+}
+
+std::string JoinWords(const std::vector<std::string>& parts) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return out;
+}
+
+// The last words of the message, where it was cut.
+std::string Ending(const std::string& text) {
+  std::string flat;
+  for (char c : text) flat += c == '\n' || c == '\t' ? ' ' : c;
+  while (!flat.empty() && flat.back() == ' ') flat.pop_back();
+  constexpr std::size_t kWords = 48;
+  if (flat.size() <= kWords) return flat;
+  // From the first word that starts in the last kWords bytes.
+  const std::size_t space = flat.find(' ', flat.size() - kWords);
+  return "…" + flat.substr(space == std::string::npos ? flat.size() - kWords : space + 1);
+}
+
+}  // namespace
+
 // PyTorch's caching allocator on CUDA, HIP and XPU (every era of its wording).
 void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
   Builder b(d);
@@ -168,6 +205,19 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
         return;
       }
     }
+  }
+  // A cut message: what is missing cannot be assumed (0 held by PyTorch, all of it free). Only a
+  // fresh segment that fits in the free figure printed still decides (rule 4, below).
+  if (const std::vector<std::string> missing = MissingFigures(m);
+      !missing.empty() && !(F && LessEq(S, *F))) {
+    if (F) b.Line("S = {} > F = {}: no fresh segment fits", Fmt(S.v), F->text);
+    b.Cause(OomCause::kUnknown,
+            fmt::format("the message is cut off (it ends \"{}\"): it lacks {}, so capacity, fragmentation and memory "
+                        "held elsewhere cannot be told apart", Ending(m.text), JoinWords(missing)));
+    b.Advice("paste the whole message: after \"Tried to allocate …\" PyTorch prints the device's total and free "
+             "memory and what it has allocated and reserved (an issue title or a log cut to one line loses them); "
+             "torch.cuda.memory_summary() at the failure prints the same figures");
+    return;
   }
   // 4. The fresh segment fits in what the driver reported free: no OOM by these numbers.
   if (!F) {

@@ -1,0 +1,120 @@
+// The diagnosis of out-of-memory messages on short synthetic messages in the wordings real users
+// paste (this test's own numbers): what each rule concludes and what its explanation may and may
+// not say. One test per rule or wording; message_diagnosis_test.cpp holds the shared corpus.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fragscope/analysis/message_diagnosis.hpp"
+#include "fragscope/traces/oom_message.hpp"
+
+namespace fragscope::analysis {
+namespace {
+
+using C = traces::OomCause;
+
+MessageDiagnosis DiagnoseText(const std::string& text) {
+  const auto messages = traces::FindOomMessages(text);
+  EXPECT_EQ(messages.size(), 1u) << text;
+  return messages.empty() ? MessageDiagnosis{} : DiagnoseMessage(messages[0]);
+}
+
+bool Mentions(const std::vector<std::string>& lines, const std::string& needle) {
+  for (const auto& line : lines) {
+    if (line.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Every line a report prints of the diagnosis.
+std::vector<std::string> Everything(const MessageDiagnosis& d) {
+  std::vector<std::string> all = d.arithmetic;
+  all.push_back(d.explanation);
+  all.insert(all.end(), d.notes.begin(), d.notes.end());
+  all.insert(all.end(), d.advice.begin(), d.advice.end());
+  all.insert(all.end(), d.fragscope_advice.begin(), d.fragscope_advice.end());
+  return all;
+}
+
+std::string Async(const std::string& c, const std::string& r, const std::string& l, const std::string& f) {
+  return "Allocation on device 0 would exceed allowed memory. (out of memory)\n"
+         "Currently allocated     : " + c + "\n"
+         "Requested               : " + r + "\n"
+         "Device limit            : " + l + "\n"
+         "Free (according to CUDA): " + f + "\n"
+         "PyTorch limit (set by user-supplied memory fraction)\n"
+         "                        : 17179869184.00 GiB\n";
+}
+
+// A figure printed below zero: "−" (U+2212) right before a digit ("= −2.00 MiB", "by −5.09 MiB"). The
+// same sign between figures ("L − C") is an operator.
+bool PrintsANegativeFigure(const MessageDiagnosis& d) {
+  for (const std::string& line : Everything(d)) {
+    for (std::size_t at = line.find("−"); at != std::string::npos; at = line.find("−", at + 1)) {
+      const std::size_t next = at + std::string("−").size();
+      if (next < line.size() && line[next] >= '0' && line[next] <= '9') return true;
+    }
+  }
+  return false;
+}
+
+// A PyTorch message cut after its request (an issue title) or after its free figure: what it lacks
+// is named, never assumed (no "0 held by PyTorch", no batch share from missing figures).
+TEST(MessageRulesPytorch, ACutMessageIsUnknownAndSaysWhatIsMissing) {
+  const auto never_invents = [](const MessageDiagnosis& d) {
+    for (const std::string& line : Everything(d)) {
+      EXPECT_EQ(line.find("by the total the request fits"), std::string::npos) << line;
+      EXPECT_EQ(line.find("?"), std::string::npos) << line;
+      EXPECT_EQ(line.find("at most about"), std::string::npos) << line;
+    }
+  };
+  const MessageDiagnosis title = DiagnoseText("CUDA out of memory. Tried to allocate 96.00 MiB. GPU");
+  EXPECT_EQ(title.cause, C::kUnknown);
+  EXPECT_EQ(title.explanation,
+            "the message is cut off (it ends \"…out of memory. Tried to allocate 96.00 MiB. GPU\"): it lacks the "
+            "device's total capacity, the free memory, what PyTorch has allocated and what it has reserved, so "
+            "capacity, fragmentation and memory held elsewhere cannot be told apart");
+  EXPECT_TRUE(Mentions(title.advice, "paste the whole message"));
+  never_invents(title);
+  // Only the request, larger than most cards but not than every one: still only cut.
+  const MessageDiagnosis big = DiagnoseText("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 GiB");
+  EXPECT_EQ(big.cause, C::kUnknown);
+  EXPECT_NE(big.explanation.find("cut off"), std::string::npos) << big.explanation;
+  never_invents(big);
+  // Cut after "… is free.": T and F are there, what PyTorch holds is not.
+  const MessageDiagnosis after_free = DiagnoseText(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 2 has a total capacity of 39.38 GiB "
+      "of which 320.00 KiB is free.");
+  EXPECT_EQ(after_free.cause, C::kUnknown);
+  EXPECT_NE(after_free.explanation.find("it lacks what PyTorch has allocated and what it has reserved"),
+            std::string::npos) << after_free.explanation;
+  EXPECT_NE(after_free.explanation.find("(it ends \"…"), std::string::npos) << after_free.explanation;
+  EXPECT_TRUE(Mentions(after_free.arithmetic, "S = 20.00 MiB > F = 320.00 KiB: no fresh segment fits"));
+  never_invents(after_free);
+  // What a cut message still decides: a request larger than the device it names, a fresh segment
+  // that fits in the free memory it prints.
+  EXPECT_EQ(DiagnoseText("CUDA out of memory. Tried to allocate 50.00 GiB. GPU 0 has a total capacity of 39.38 GiB of "
+                         "which 20.00 GiB is free.").cause,
+            C::kRequestTooLarge);
+  const MessageDiagnosis fits = DiagnoseText(
+      "CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 39.38 GiB of which 1.00 GiB is "
+      "free.");
+  EXPECT_EQ(fits.cause, C::kUnknown);
+  EXPECT_TRUE(fits.inconsistent);
+  // The legacy layout cut before its reserved figure.
+  const MessageDiagnosis legacy = DiagnoseText(
+      "RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 0; 7.79 GiB total capacity; 7.20 GiB already "
+      "allocated; 12.00 MiB free;");
+  EXPECT_EQ(legacy.cause, C::kUnknown);
+  EXPECT_NE(legacy.explanation.find("it lacks what it has reserved"), std::string::npos) << legacy.explanation;
+  // XPU before 2.8 prints no free figure: whole, it is not cut, and the rule without F applies.
+  const MessageDiagnosis xpu = DiagnoseText(
+      "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 15.11 GiB. "
+      "Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.");
+  EXPECT_EQ(xpu.explanation.find("cut off"), std::string::npos) << xpu.explanation;
+  EXPECT_NE(xpu.explanation.find("no free figure"), std::string::npos) << xpu.explanation;
+}
+
+}  // namespace
+}  // namespace fragscope::analysis
