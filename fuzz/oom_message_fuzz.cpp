@@ -25,8 +25,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace fragscope::traces;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const bool looks = LooksLikeOomMessage(text);
-  const std::vector<OomMessage> messages = FindOomMessages(text);
+  const OomMessageScan scan = ScanOomMessages(text);
+  const std::vector<OomMessage>& messages = scan.messages;
   Check(looks == (!messages.empty()) || text.find('\0') != std::string_view::npos);
+  for (const TfNotAFailure& w : scan.not_failures) {
+    Check(w.line >= 1);
+    CheckSize(w.request);
+  }
+  if (!scan.not_failures.empty()) Check(HoldsTfNotAFailure(text));
   std::size_t last_line = 0;
   for (const OomMessage& m : messages) {
     Check(m.line >= 1 && m.line <= m.end_line);

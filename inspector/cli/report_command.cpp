@@ -26,7 +26,9 @@ struct ReportOptions {
 int RunReport(const ReportOptions& options) {
   auto input = evidence::EvidenceInput::Open(options.trace);
   // Error messages have numbers, no events: each is explained on its own (report_message.cpp).
-  if (!input->messages().empty()) return RunMessageReport(options.trace, *input, options.json, options.device);
+  if (input->header().kind == traces::EvidenceKind::kMessage) {
+    return RunMessageReport(options.trace, *input, options.json, options.device);
+  }
   std::unique_ptr<analysis::AnalysisContext> context;
   {
     ProgressBar reading("reading", input->bytes_total());

@@ -47,7 +47,39 @@ struct Item {
   analysis::MessageDiagnosis diagnosis;
 };
 
-void PrintText(const std::string& trace, const std::vector<Item>& items, const std::vector<std::string>& warnings) {
+// TensorFlow's "not a failure" warnings in words: how many, with their sizes and lines.
+std::string NotAFailureList(const std::vector<traces::TfNotAFailure>& warnings) {
+  constexpr std::size_t kListed = 8;
+  std::string list;
+  for (std::size_t i = 0; i < warnings.size() && i < kListed; ++i) {
+    const traces::TfNotAFailure& w = warnings[i];
+    list += fmt::format("{}{} at line {}", i == 0 ? "" : ", ", w.request ? w.request->text : "a size", w.line);
+  }
+  if (warnings.size() > kListed) list += fmt::format(", and {} more", warnings.size() - kListed);
+  return list;
+}
+
+std::string NotAFailureText(const std::vector<traces::TfNotAFailure>& warnings) {
+  const std::string allocator = warnings.front().allocator.empty() ? "BFC allocator" : warnings.front().allocator;
+  return fmt::format(
+      "TensorFlow's {} warned {} that it \"ran out of memory trying to allocate\" ({}), {} \"the caller "
+      "indicates that this is not a failure\": the caller (usually a convolution choosing its algorithm) went on "
+      "with less memory; at most the run was slower",
+      allocator, warnings.size() == 1 ? std::string("once") : fmt::format("{} times", warnings.size()),
+      NotAFailureList(warnings), warnings.size() == 1 ? "adding" : "each time adding");
+}
+
+void PrintText(const std::string& trace, const std::vector<Item>& items, const std::vector<std::string>& warnings,
+               const std::vector<traces::TfNotAFailure>& not_failures) {
+  if (items.empty()) {
+    // Only TensorFlow's "not a failure" warnings: no out-of-memory error at all.
+    fmt::print("trace      {} (TensorFlow log: no out-of-memory error)\n\n", DisplayName(trace));
+    fmt::print("no failure: TensorFlow reported no out-of-memory error. {}\n", NotAFailureText(not_failures));
+    fmt::print("  note: if the run did fail, its error is not in this text: give fragscope the log up to the "
+               "failure\n");
+    for (const std::string& warning : warnings) fmt::print("warning: {}\n", warning);
+    return;
+  }
   fmt::print("trace      {} (OOM error message, {} message{})\n", DisplayName(trace), items.size(),
              items.size() == 1 ? "" : "s");
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -73,11 +105,14 @@ void PrintText(const std::string& trace, const std::vector<Item>& items, const s
     for (const std::string& advice : d.advice) fmt::print("  advice: {}\n", advice);
     for (const std::string& advice : d.fragscope_advice) fmt::print("          {}\n", advice);
   }
+  if (!not_failures.empty()) {
+    fmt::print("\nnot a failure: {}; these warnings are no errors\n", NotAFailureText(not_failures));
+  }
   for (const std::string& warning : warnings) fmt::print("warning: {}\n", warning);
 }
 
 void PrintJson(const std::string& trace, const std::string& format, const std::vector<Item>& items,
-               const std::vector<std::string>& warnings) {
+               const std::vector<std::string>& warnings, const std::vector<traces::TfNotAFailure>& not_failures) {
   // One device entry per device the messages name, in order of first appearance.
   std::vector<std::uint32_t> order;
   std::map<std::uint32_t, nlohmann::json> devices;
@@ -95,8 +130,15 @@ void PrintJson(const std::string& trace, const std::string& format, const std::v
   }
   nlohmann::json list = nlohmann::json::array();
   for (std::uint32_t index : order) list.push_back(std::move(devices[index]));
+  // TensorFlow's "not a failure" warnings: no OOM, listed apart.
+  nlohmann::json not_failure_list = nlohmann::json::array();
+  for (const traces::TfNotAFailure& w : not_failures) {
+    nlohmann::json entry = {{"line", w.line}, {"allocator", w.allocator}};
+    if (w.request) entry["request"] = w.request->bytes;
+    not_failure_list.push_back(std::move(entry));
+  }
   const nlohmann::json out = {{"trace", trace}, {"format", format}, {"kind", "message"}, {"events", 0},
-                              {"devices", list}, {"warnings", warnings}};
+                              {"devices", list}, {"not_failures", not_failure_list}, {"warnings", warnings}};
   fmt::print("{}\n", out.dump(2));
 }
 
@@ -195,17 +237,18 @@ int RunMessageReport(const std::string& trace, const evidence::EvidenceInput& in
     if (device && MessageDeviceIndex(m) != *device) continue;
     items.push_back({&m, analysis::DiagnoseMessage(m)});
   }
-  if (device && items.empty()) {
+  if (device && items.empty() && !input.messages().empty()) {
     throw UsageError(fmt::format("--device {}: none of the {} out-of-memory message{} names that device", *device,
                                  input.messages().size(), input.messages().size() == 1 ? "" : "s"));
   }
   for (const std::string& warning : input.warnings()) spdlog::warn("{}", warning);
   if (json) {
-    PrintJson(trace, input.format(), items, input.warnings());
+    PrintJson(trace, input.format(), items, input.warnings(), input.not_failures());
   } else {
-    PrintText(trace, items, input.warnings());
+    PrintText(trace, items, input.warnings(), input.not_failures());
   }
-  return kOom;
+  // Only "not a failure" warnings: evidence without an OOM, as a trace without one.
+  return input.messages().empty() ? kOk : kOom;
 }
 
 }  // namespace fragscope::cli

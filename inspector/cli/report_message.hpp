@@ -14,7 +14,8 @@
 
 namespace fragscope::cli {
 
-// Prints the report of `input`'s messages and returns the exit code (kOom: each message is an OOM).
+// Prints the report of `input`'s messages and returns the exit code (kOom: each message is an OOM;
+// kOk when the input holds only TensorFlow's "not a failure" warnings: no OOM at all).
 // `device` selects the messages of one device (as the message numbers it: "GPU 7" is 7).
 int RunMessageReport(const std::string& trace, const evidence::EvidenceInput& input, bool json,
                      std::optional<std::uint32_t> device);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "fragscope/allocator/config.hpp"
 #include "fragscope/allocator/errors.hpp"
 #include "fragscope/evidence/evidence_input.hpp"
@@ -80,6 +82,12 @@ std::unique_ptr<Document> LoadDocument(const std::string& path,
   document->states = std::move(recorded.states);
   document->cursor_index = analysis::CursorIndex::FromModel(*document->model, oom_events);
   document->warnings = document->model->warnings();
+  if (!input->not_failures().empty()) {
+    document->warnings.push_back(fmt::format(
+        "{} TensorFlow warning{} \"ran out of memory trying to allocate … this is not a failure\" (first at line {}): "
+        "no error, the caller went on with less memory", input->not_failures().size(),
+        input->not_failures().size() == 1 ? "" : "s", input->not_failures().front().line));
+  }
   document->load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return document;

@@ -93,6 +93,43 @@ TEST_F(MessageReport, HostileNumbersAreUnknownWithAWarning) {
   EXPECT_NE(j["warnings"][0].get<std::string>().find("4 EiB"), std::string::npos);
 }
 
+// TensorFlow's "ran out of memory … this is not a failure" warnings alone: no OOM, exit 0, said in
+// plain words; beside real failures, the failures are reported and the warnings named as no errors.
+TEST_F(MessageReport, TensorflowNotAFailureWarningsAreNoFailure) {
+  const std::string warning =
+      "2021-03-01 10:00:00.000001: W tensorflow/core/common_runtime/bfc_allocator.cc:246] Allocator (GPU_0_bfc) ran "
+      "out of memory trying to allocate 1.50GiB with freed_by_count=0. The caller indicates that this is not a "
+      "failure, but may mean that there could be performance gains if more memory were available.\n";
+  std::ofstream(Path("warnings.log")) << "Epoch 1/10\n" << warning << warning;
+  const CliResult text = Run({"report", Path("warnings.log")});
+  EXPECT_EQ(text.code, 0) << "no OOM: " << text.err;
+  EXPECT_EQ(text.err, "");
+  EXPECT_NE(text.out.find("no failure: TensorFlow reported no out-of-memory error. TensorFlow's GPU_0_bfc warned 2 "
+                          "times that it \"ran out of memory trying to allocate\" (1.50GiB at line 2, 1.50GiB at line 3)"),
+            std::string::npos)
+      << text.out;
+  const CliResult json = Run({"report", Path("warnings.log"), "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["kind"], "message");
+  EXPECT_TRUE(j["devices"].empty());
+  ASSERT_EQ(j["not_failures"].size(), 2u);
+  EXPECT_EQ(j["not_failures"][0]["line"], 2);
+  EXPECT_EQ(j["not_failures"][0]["request"], 1610612736u);
+
+  std::ofstream(Path("mixed.log")) << warning
+                                   << "2021-03-01 10:00:01.000000: E tensorflow/stream_executor/cuda/cuda_driver.cc:936] "
+                                      "failed to allocate 3.00G (3221225472 bytes) from device: "
+                                      "CUDA_ERROR_OUT_OF_MEMORY: out of memory\n";
+  const CliResult mixed = Run({"report", Path("mixed.log"), "--json"});
+  ASSERT_EQ(mixed.code, 1) << mixed.err;
+  const auto m = nlohmann::json::parse(mixed.out);
+  ASSERT_EQ(m["devices"].size(), 1u);
+  EXPECT_EQ(m["devices"][0]["ooms"][0]["wording"], "tf-device-alloc");
+  EXPECT_EQ(m["not_failures"].size(), 1u);
+  EXPECT_NE(Run({"report", Path("mixed.log")}).out.find("these warnings are no errors"), std::string::npos);
+}
+
 TEST_F(MessageReport, EveryCorpusFileReportsOneDevice) {
   const fs::path corpus = fs::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data" / "oom_messages";
   if (!fs::is_directory(corpus)) GTEST_SKIP() << "shared data not found: " << corpus;

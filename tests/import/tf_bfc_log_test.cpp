@@ -322,6 +322,28 @@ TEST(TfBfcLog, DetectionAndErrors) {
   EXPECT_THROW(ReadTfBfcLog(dir.File("missing.log")), TraceError);
 }
 
+// TensorFlow's "ran out of memory … The caller indicates that this is not a failure" warning has no
+// dump after it and is no error: a log of such warnings alone is no BFC log (the OOM message reader
+// says that it records no failure), and where a program asks for a dump in it, the error says why.
+TEST(TfBfcLog, NotAFailureWarningsAloneAreNoDump) {
+  const std::string warning =
+      "2021-03-01 10:00:00.000001: W tensorflow/core/common_runtime/bfc_allocator.cc:246] Allocator (GPU_0_bfc) ran "
+      "out of memory trying to allocate 1.50GiB with freed_by_count=0. The caller indicates that this is not a "
+      "failure, but may mean that there could be performance gains if more memory were available.\n";
+  EXPECT_FALSE(LooksLikeTfBfcLog(warning + warning));
+  EXPECT_TRUE(ParseTfBfcLog(warning, "x").empty());
+  try {
+    ParseTfBfcLogToTrace(warning, "w.log");
+    ADD_FAILURE() << "no dump: must throw";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("warnings that TensorFlow marks \"not a failure\""), std::string::npos)
+        << e.what();
+  }
+  // A header without those words, anywhere among them, is a dump's (a header-only one here).
+  EXPECT_TRUE(LooksLikeTfBfcLog(warning + "W bfc_allocator.cc:1] Allocator (GPU_0_bfc) ran out of memory trying to "
+                                          "allocate 2.00GiB with freed_by_count=0.\n" + warning));
+}
+
 }  // namespace
 // Live requested bytes come only from requested sizes the dump printed: most TensorFlow versions
 // print chunk sizes alone, and the chunks standing in for them read as a measured "no waste".

@@ -135,6 +135,7 @@ std::size_t Step(MessageScan& scan, std::size_t i) {
     scan.tf_free = SizeAfter(s, Contains(s, "freeMemory:") ? "freeMemory:" : "ree memory:");
   }
   if (Contains(s, "failed to create cublas handle")) scan.cublas_failed_line = i + 1;
+  if (ReadTfNotAFailure(scan, i)) return i + 1;
   auto kind = Detect(s);
   if (!kind && BareCudaError(scan, i)) kind = OomMessageKind::kCudaRaw;
   if (!kind) return i + 1;
@@ -174,11 +175,18 @@ std::string_view ToString(OomMessageKind kind) {
   return "";
 }
 
-std::vector<OomMessage> FindOomMessages(std::string_view text) {
+OomMessageScan ScanOomMessages(std::string_view text) {
   if (text.find('\0') != std::string_view::npos) return {};  // binary: no log text
   oomscan::MessageScan scan(text);
   for (std::size_t i = 0; i < scan.lines.size();) i = oomscan::Step(scan, i);
-  return std::move(scan.found);
+  return {std::move(scan.found), std::move(scan.not_failures)};
+}
+
+std::vector<OomMessage> FindOomMessages(std::string_view text) { return ScanOomMessages(text).messages; }
+
+bool HoldsTfNotAFailure(std::string_view head) {
+  return head.find('\0') == std::string_view::npos && oomtext::Contains(head, "ran out of memory trying to allocate") &&
+         oomtext::Contains(head, oomscan::kTfNotAFailure);
 }
 
 bool LooksLikeOomMessage(std::string_view head) {

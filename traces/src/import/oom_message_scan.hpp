@@ -19,6 +19,8 @@
 namespace fragscope::traces::oomscan {
 
 constexpr std::size_t kMaxMessageText = 8192;  // what a message keeps of its own text
+// What TensorFlow's BFC allocator adds to "ran out of memory trying to allocate" when it is no error.
+constexpr std::string_view kTfNotAFailure = "this is not a failure";
 
 struct Line {
   std::string_view text;
@@ -53,6 +55,7 @@ struct MessageScan {
 
   std::vector<Line> lines;
   std::vector<OomMessage> found;
+  std::vector<TfNotAFailure> not_failures;
   // TensorFlow prints the device's memory once, when it creates the device; its later failures
   // do not repeat it.
   std::optional<PrintedSize> tf_total, tf_free;
@@ -87,6 +90,9 @@ std::size_t ReadXlaRequest(MessageScan& scan, std::size_t i);
 std::size_t ReadXlaRuntime(MessageScan& scan, std::size_t i);
 std::size_t ReadTfTensor(MessageScan& scan, std::size_t i);
 std::size_t ReadTfAlloc(MessageScan& scan, std::size_t i, OomMessageKind kind);
+// TensorFlow's "… The caller indicates that this is not a failure" warning: true (and noted in
+// scan.not_failures) when line i is one.
+bool ReadTfNotAFailure(MessageScan& scan, std::size_t i);
 // Sizeless errors: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS, cuDNN.
 std::size_t ReadRawError(MessageScan& scan, std::size_t i, OomMessageKind kind);
 

@@ -177,4 +177,20 @@ std::size_t ReadTfAlloc(MessageScan& scan, std::size_t i, OomMessageKind kind) {
   return i + 1;
 }
 
+bool ReadTfNotAFailure(MessageScan& scan, std::size_t i) {
+  const std::string_view s = scan.At(i);
+  const std::size_t at = s.find("ran out of memory trying to allocate ");
+  if (at == std::string_view::npos || !Contains(s, kTfNotAFailure)) return false;
+  TfNotAFailure w;
+  w.line = i + 1;
+  if (const std::size_t open = s.rfind("Allocator (", at); open != std::string_view::npos) {
+    const std::size_t close = s.find(')', open);
+    if (close != std::string_view::npos && close < at) w.allocator = std::string(s.substr(open + 11, close - open - 11));
+  }
+  std::string problem;  // a size too large to take is left out: the warning still says no failure
+  w.request = SizeAfter(s, "ran out of memory trying to allocate ", &problem, at);
+  scan.not_failures.push_back(std::move(w));
+  return true;
+}
+
 }  // namespace fragscope::traces::oomscan

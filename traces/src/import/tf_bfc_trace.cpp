@@ -245,9 +245,14 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
 
 Trace ParseTfBfcLogToTrace(std::string_view text, const std::string& name) {
   const std::vector<TfBfcDump> dumps = ParseTfBfcLog(text, name);
-  if (dumps.empty())
+  if (dumps.empty()) {
+    if (text.find("ran out of memory trying to allocate ") != std::string_view::npos)
+      throw TraceError(name, 0, "no TensorFlow BFC allocator dump found: its \"ran out of memory\" lines are "
+                                "warnings that TensorFlow marks \"not a failure\" (no dump follows them), and "
+                                "there are no chunk, bin or Stats lines");
     throw TraceError(name, 0, "no TensorFlow BFC allocator dump found (no \"ran out of memory\" "
                               "header, no chunk, bin or Stats lines)");
+  }
   // A number the state cannot be built without is an error: the first one, at its line.
   const TfBfcError* first = nullptr;
   std::size_t count = 0;
@@ -279,8 +284,28 @@ Trace ReadTfBfcLog(const std::string& path) {
   return ParseTfBfcLogToTrace(std::move(buffer).str(), path);
 }
 
+namespace {
+
+// Whether some "ran out of memory trying to allocate" line in `head` is a header that a dump follows:
+// not TensorFlow's warning that the caller can do without the memory ("… The caller indicates that
+// this is not a failure …"), which has no dump and is no error.
+bool HasDumpHeader(std::string_view head) {
+  for (std::size_t begin = 0; begin < head.size();) {
+    const std::size_t end = head.find('\n', begin);
+    const std::string_view line = head.substr(begin, end == std::string_view::npos ? end : end - begin);
+    if (line.find("ran out of memory trying to allocate ") != std::string_view::npos &&
+        line.find("this is not a failure") == std::string_view::npos)
+      return true;
+    if (end == std::string_view::npos) break;
+    begin = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool LooksLikeTfBfcLog(std::string_view head) {
-  if (head.find("ran out of memory trying to allocate ") != std::string_view::npos) return true;
+  if (HasDumpHeader(head)) return true;
   if (head.find("BFCAllocator dump for ") != std::string_view::npos) return true;
   if (head.find('\0') != std::string_view::npos) return false;  // binary
   return !ParseTfBfcLog(head, "").empty();

@@ -13,8 +13,10 @@
 
 namespace fragscope::evidence::readers {
 
-// `messages` (not empty) found in `source`, with `warnings` before the messages' own problems.
+// `messages` found in `source`, with `warnings` before the messages' own problems, and TensorFlow's
+// "not a failure" warnings (`messages` or `not_failures` not empty).
 std::unique_ptr<EvidenceInput> MessagesInput(const Source& source, std::vector<traces::OomMessage> messages,
-                                             std::vector<std::string> warnings);
+                                             std::vector<std::string> warnings,
+                                             std::vector<traces::TfNotAFailure> not_failures = {});
 
 }  // namespace fragscope::evidence::readers

@@ -114,8 +114,28 @@ struct OomMessage {
   std::vector<std::string> problems;
 };
 
+// TensorFlow's BFC allocator also writes "Allocator (GPU_0_bfc) ran out of memory trying to allocate
+// 1.02GiB … The caller indicates that this is not a failure, but may mean that there could be
+// performance gains if more memory were available." when the caller can do without the memory (a
+// convolution then picks an algorithm with a smaller workspace): a warning, no error and no dump.
+struct TfNotAFailure {
+  std::size_t line = 0;  // 1-based
+  std::string allocator;  // "GPU_0_bfc"
+  std::optional<PrintedSize> request;
+};
+
+// What one scan of a text finds: the messages, and TensorFlow's "not a failure" warnings.
+struct OomMessageScan {
+  std::vector<OomMessage> messages;
+  std::vector<TfNotAFailure> not_failures;
+};
+
 // Every out-of-memory message in `text`, in order. Never throws on any input; linear in its size.
 std::vector<OomMessage> FindOomMessages(std::string_view text);
+// The same scan, with the "not a failure" warnings it passes.
+OomMessageScan ScanOomMessages(std::string_view text);
+// True when `head` holds a TensorFlow "not a failure" warning (cheap: substring searches).
+bool HoldsTfNotAFailure(std::string_view head);
 
 // True when `head` holds an out-of-memory message of a wording above. Cheap (substring searches
 // over the head, no parse); the evidence registry asks it after every other reader.

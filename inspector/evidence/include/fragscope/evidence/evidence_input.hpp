@@ -76,6 +76,12 @@ class EvidenceInput {
     static const std::vector<traces::OomMessage> kNone;
     return kNone;
   }
+  // TensorFlow's "ran out of memory … this is not a failure" warnings beside them (message evidence
+  // only): no error. Message evidence may hold these alone: then it records no failure at all.
+  virtual const std::vector<traces::TfNotAFailure>& not_failures() const {
+    static const std::vector<traces::TfNotAFailure> kNone;
+    return kNone;
+  }
 
   // The name in messages: the path, or "<stdin>".
   const std::string& path() const { return path_; }
