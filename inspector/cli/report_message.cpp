@@ -22,6 +22,8 @@ std::string FrameworkName(const std::string& framework) {
   if (framework == "mxnet") return "MXNet";
   if (framework == "torch7") return "Lua Torch";
   if (framework == "cuda") return "CUDA";
+  if (framework == "nccl") return "NCCL";
+  if (framework == "ggml") return "llama.cpp (ggml)";
   return framework;
 }
 

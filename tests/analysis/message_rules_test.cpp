@@ -116,5 +116,34 @@ TEST(MessageRulesPytorch, ACutMessageIsUnknownAndSaysWhatIsMissing) {
   EXPECT_NE(xpu.explanation.find("no free figure"), std::string::npos) << xpu.explanation;
 }
 
+
+// Libraries that report CUDA's out-of-memory error in their own words: unknown (no device state),
+// the size they print, and advice in that library's terms.
+TEST(MessageRulesRaw, NcclAndGgmlInTheirOwnTerms) {
+  const MessageDiagnosis nccl = DiagnoseText(
+      "h:1:2 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
+      "h:1:2 [0] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 4194304 bytes\n");
+  EXPECT_EQ(nccl.cause, C::kUnknown);
+  EXPECT_NE(nccl.explanation.find("NCCL's CUDA allocation of 4.00 MiB failed"), std::string::npos) << nccl.explanation;
+  ASSERT_EQ(nccl.numbers.size(), 1u);
+  EXPECT_EQ(nccl.numbers[0].symbol, "R");
+  EXPECT_EQ(nccl.numbers[0].bytes, 4194304u);
+  EXPECT_TRUE(Mentions(nccl.advice, "NCCL_BUFFSIZE"));
+  const MessageDiagnosis ggml = DiagnoseText(
+      "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 20480.50 MiB on device 0: cudaMalloc failed: out of "
+      "memory\nalloc_tensor_range: failed to allocate CUDA0 buffer of size 21475360768\n");
+  EXPECT_EQ(ggml.cause, C::kUnknown);
+  EXPECT_NE(ggml.explanation.find("llama.cpp (ggml) could not allocate a CUDA buffer of 20.00 GiB"), std::string::npos)
+      << ggml.explanation;
+  EXPECT_TRUE(Mentions(ggml.advice, "--n-gpu-layers"));
+  EXPECT_FALSE(Mentions(ggml.advice, "torch"));
+  const MessageDiagnosis old = DiagnoseText("CUDA error 2 at /src/llama.cpp/ggml-cuda.cu:6100: out of memory\n");
+  EXPECT_NE(old.explanation.find("no sizes"), std::string::npos) << old.explanation;
+  EXPECT_TRUE(Mentions(old.advice, "--n-gpu-layers"));
+  const MessageDiagnosis torch01 = DiagnoseText("RuntimeError: cuda runtime err(2): out of memory at THCStorage.cu:66\n");
+  EXPECT_EQ(torch01.cause, C::kUnknown);
+  EXPECT_NE(torch01.explanation.find("legacy THC"), std::string::npos) << torch01.explanation;
+}
+
 }  // namespace
 }  // namespace fragscope::analysis

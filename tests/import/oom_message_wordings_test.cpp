@@ -50,5 +50,79 @@ TEST(OomMessageWordings, TensorflowNotAFailureWarningsAreNoMessages) {
   EXPECT_FALSE(HoldsTfNotAFailure("Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.50GiB.\n"));
 }
 
+
+// CUDA's out-of-memory error in the words of libraries that call CUDA themselves, with the size
+// they print where they print one; a repeat of one failure is one message.
+TEST(OomMessageWordings, NcclGgmlAndOldPytorchRawErrors) {
+  // NCCL: the CUDACHECK warning, then the size it failed to allocate, then its proxy's error.
+  const auto nccl = FindOomMessages(
+      "NCCL version 2.19.3+cuda12.2\n"
+      "host:1201:1290 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
+      "host:1201:1290 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 4194304 bytes\n"
+      "host:1201:1290 [3] proxy.cc:1518 NCCL WARN [Proxy Service 7] Failed to execute operation Setup from rank 7, "
+      "retcode 1\n"
+      "host:1201:1294 [3] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'\n");
+  ASSERT_EQ(nccl.size(), 1u);
+  EXPECT_EQ(nccl[0].kind, OomMessageKind::kCudaRaw);
+  EXPECT_EQ(nccl[0].framework, "nccl");
+  EXPECT_EQ(nccl[0].line, 2u);
+  EXPECT_EQ(nccl[0].end_line, 5u);
+  ASSERT_TRUE(nccl[0].request);
+  EXPECT_EQ(nccl[0].request->bytes, 4194304u);
+  // llama.cpp / ggml, old: "CUDA error 2 at …: out of memory" and the device on the next line.
+  const auto old_ggml = FindOomMessages("main: seed  = 1700000000\n\nCUDA error 2 at /src/llama.cpp/ggml-cuda.cu:6100: "
+                                        "out of memory\ncurrent device: 1\n");
+  ASSERT_EQ(old_ggml.size(), 1u);
+  EXPECT_EQ(old_ggml[0].framework, "ggml");
+  EXPECT_EQ(old_ggml[0].device, "device 1");
+  EXPECT_FALSE(old_ggml[0].request);
+  // ggml, new: the buffer it allocates, as printed and then exactly.
+  const auto new_ggml = FindOomMessages(
+      "load_tensors: loading model tensors, this can take a while... (mmap = true)\n"
+      "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 20480.50 MiB on device 0: cudaMalloc failed: out of "
+      "memory\n"
+      "alloc_tensor_range: failed to allocate CUDA0 buffer of size 21475360768\n"
+      "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n");
+  ASSERT_EQ(new_ggml.size(), 1u);
+  EXPECT_EQ(new_ggml[0].framework, "ggml");
+  EXPECT_EQ(new_ggml[0].device, "device 0");
+  ASSERT_TRUE(new_ggml[0].request);
+  EXPECT_EQ(new_ggml[0].request->bytes, 21475360768u);
+  EXPECT_EQ(new_ggml[0].end_line, 3u);
+  // Without the exact line, the size as printed.
+  const auto printed = FindOomMessages("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 512.00 MiB on device 2: "
+                                       "cudaMalloc failed: out of memory\n");
+  ASSERT_EQ(printed.size(), 1u);
+  EXPECT_EQ(printed[0].request->bytes, 512u << 20);
+  EXPECT_EQ(printed[0].device, "device 2");
+  // A newer ggml: CUDA's own words, then a line naming ggml.
+  const auto newer = FindOomMessages("CUDA error: out of memory\n  current device: 0, in function ggml_cuda_pool_alloc "
+                                     "at /src/ggml/src/ggml-cuda/ggml-cuda.cu:396\n  cuMemCreate(&handle, ...)\n");
+  ASSERT_EQ(newer.size(), 1u);
+  EXPECT_EQ(newer[0].framework, "ggml");
+  // PyTorch 0.1: "cuda runtime err(2)".
+  const auto old_torch = FindOomMessages(
+      "RuntimeError: cuda runtime err(2): out of memory at /b/pytorch-0.1.12/torch/lib/THC/THCStorage.cu:66\n");
+  ASSERT_EQ(old_torch.size(), 1u);
+  EXPECT_EQ(old_torch[0].kind, OomMessageKind::kPytorchLegacy);
+  // A raw error of PyTorch and one of NCCL close together are two failures, not one.
+  EXPECT_EQ(FindOomMessages("RuntimeError: CUDA error: out of memory\nx NCCL WARN Cuda failure 'out of memory'\n").size(),
+            2u);
+}
+
+// Lines that speak of running out of memory without being an error are not messages.
+TEST(OomMessageWordings, ProseAboutOutOfMemoryIsNoMessage) {
+  for (const char* text : {
+           "If NCCL runs out of memory, lower NCCL_BUFFSIZE.\n",
+           "NCCL INFO NCCL_BUFFSIZE set to 1048576 to save memory\n",
+           "llama.cpp: note that cudaMalloc may fail when the GPU is out of memory\n",
+           "INFO: the CUDA error 2 at startup was fixed; no out of memory since\n",
+           "ggml_cuda_init: found 1 CUDA devices: out of memory checks enabled\n",
+           "Tip: a CUDA runtime error can mean the card is out of memory.\n",
+       }) {
+    EXPECT_TRUE(FindOomMessages(text).empty()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace fragscope::traces

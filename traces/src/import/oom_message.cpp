@@ -89,8 +89,17 @@ std::optional<OomMessageKind> Detect(std::string_view s) {
   }
   if (Contains(s, "CUBLAS_STATUS_ALLOC_FAILED")) return OomMessageKind::kCublas;
   if (Contains(s, "CUDNN_STATUS_ALLOC_FAILED")) return OomMessageKind::kCudnn;
-  if (Contains(s, "cuda runtime error (2)") || (Contains(s, "THCudaCheck FAIL") && Contains(s, "out of memory"))) {
+  // "cuda runtime err(2): out of memory" is PyTorch 0.1's shorter form.
+  if (Contains(s, "cuda runtime error (2)") || Contains(s, "cuda runtime err(2)") ||
+      (Contains(s, "THCudaCheck FAIL") && Contains(s, "out of memory"))) {
     return OomMessageKind::kPytorchLegacy;
+  }
+  // Raw CUDA errors in the words of libraries that call CUDA themselves: NCCL's CUDACHECK
+  // ("NCCL WARN Cuda failure 'out of memory'"), llama.cpp / ggml ("CUDA error 2 at
+  // ggml-cuda.cu:5509: out of memory", "cudaMalloc failed: out of memory").
+  if (Contains(s, "Cuda failure 'out of memory'") || (Contains(s, "CUDA error 2 at ") && Contains(s, ": out of memory")) ||
+      Contains(s, "cudaMalloc failed: out of memory") || Contains(s, "hipMalloc failed: out of memory")) {
+    return OomMessageKind::kCudaRaw;
   }
   if (Contains(s, "CUDA error: out of memory") || Contains(s, "HIP error: out of memory") ||
       Contains(s, "CUDA_ERROR_OUT_OF_MEMORY") || Contains(s, "cudaErrorMemoryAllocation") ||

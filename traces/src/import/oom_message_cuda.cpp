@@ -1,5 +1,10 @@
-// Out-of-memory errors without sizes: raw CUDA / HIP runtime and driver errors, cuBLAS, cuDNN and
-// PyTorch's legacy THC; a repeat of one failure joins its first report.
+// Out-of-memory errors of the CUDA runtime itself: raw CUDA / HIP runtime and driver errors, cuBLAS,
+// cuDNN, PyTorch's legacy THC, and libraries that report CUDA's error in their own words (NCCL,
+// llama.cpp / ggml), with the size they print where they print one; a repeat of one failure joins
+// its first report.
+#include <fmt/format.h>
+
+#include "fragscope/traces/byte_math.hpp"
 #include "import/oom_message_scan.hpp"
 
 namespace fragscope::traces::oomscan {
@@ -9,6 +14,52 @@ using namespace oomtext;
 namespace {
 
 constexpr std::size_t kMergeLines = 40;  // raw errors this close belong to one failure
+constexpr std::size_t kFollowLines = 3;  // a library's next lines about the same failure
+
+// The library whose words these are: "nccl", "ggml", or "" (the caller decides).
+std::string_view LibraryOf(std::string_view s) {
+  if (Contains(s, "NCCL WARN") || Contains(s, "Cuda failure 'out of memory'")) return "nccl";
+  if (Contains(s, "ggml") || Contains(s, "llama")) return "ggml";
+  return {};
+}
+
+// An exact byte count after `label` ("calloc 6291456 bytes", "buffer of size 151851674624").
+std::optional<PrintedSize> BytesAfter(OomMessage& m, std::string_view s, std::string_view label) {
+  const auto bytes = UintAfter(s, label);
+  if (!bytes) return std::nullopt;
+  if (!IsRepresentableSize(*bytes)) {
+    m.problems.push_back(fmt::format("line {}: {}{} bytes: more than the 4 EiB fragscope represents", m.line,
+                                     label, *bytes));
+    return std::nullopt;
+  }
+  return PrintedSize{*bytes, 0, fmt::format("{} bytes", *bytes)};
+}
+
+// What a library prints on the lines after its CUDA error, about the same allocation: NCCL's
+// "Failed to CUDA calloc 6291456 bytes", ggml's "failed to allocate CUDA0 buffer of size N" and
+// "current device: 0". Returns whether line `s` was one.
+bool ReadFollowing(OomMessage& m, std::string_view s) {
+  if (m.framework == "nccl") {
+    for (std::string_view label : {"Failed to CUDA calloc ", "Failed to CUDA malloc ", "Failed to CUDA host alloc "}) {
+      if (Contains(s, label)) {
+        if (auto bytes = BytesAfter(m, s, label)) m.request = bytes;
+        return true;
+      }
+    }
+    return false;
+  }
+  if (m.framework == "ggml") {
+    if (Contains(s, "failed to allocate ") && Contains(s, " buffer of size ")) {
+      if (auto bytes = BytesAfter(m, s, " buffer of size ")) m.request = bytes;  // exact: wins over "allocating X MiB"
+      return true;
+    }
+    if (const auto device = UintAfter(s, "current device: ")) {
+      m.device = fmt::format("device {}", *device);
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -16,10 +67,14 @@ std::size_t ReadRawError(MessageScan& scan, std::size_t i, OomMessageKind kind) 
   const std::string_view s = scan.At(i);
   const bool raw_family = kind == OomMessageKind::kPytorchLegacy || kind == OomMessageKind::kCudaRaw ||
                           kind == OomMessageKind::kCublas || kind == OomMessageKind::kCudnn;
-  // The second report of one failure (THCudaCheck then RuntimeError; a re-raise) joins the first.
+  const std::string_view library = kind == OomMessageKind::kCudaRaw ? LibraryOf(s) : std::string_view();
+  // The second report of one failure (THCudaCheck then RuntimeError; a re-raise; NCCL's warning
+  // again) joins the first.
   if (raw_family && !scan.found.empty()) {
     OomMessage& prev = scan.found.back();
-    if (prev.kind == kind && prev.end_line + kMergeLines >= i + 1) {
+    const bool same_source = library.empty() ? prev.framework != "nccl" && prev.framework != "ggml"
+                                             : prev.framework == library;
+    if (prev.kind == kind && same_source && prev.end_line + kMergeLines >= i + 1) {
       AppendText(prev, Trim(s));
       prev.end_line = i + 1;
       return i + 1;
@@ -63,8 +118,31 @@ std::size_t ReadRawError(MessageScan& scan, std::size_t i, OomMessageKind kind) 
     m.kind = OomMessageKind::kPytorchCaching;
     ReadPytorchHints(m, s);
   }
+  if (!library.empty()) {
+    m.framework = std::string(library);
+    m.error_code = "cudaErrorMemoryAllocation";
+  }
+  // ggml: "allocating 144817.04 MiB on device 0: cudaMalloc failed: out of memory".
+  if (Contains(s, "Malloc failed: out of memory")) {
+    m.backend = Contains(s, "hipMalloc") ? "HIP" : "CUDA";
+    m.error_code = Contains(s, "hipMalloc") ? "hipErrorOutOfMemory" : "cudaErrorMemoryAllocation";
+    if (Contains(s, "allocating ")) m.request = Field(m, s, "allocating ");
+    if (const auto device = UintAfter(s, " on device ")) m.device = fmt::format("device {}", *device);
+  }
+  // A plain "CUDA error: out of memory" whose next lines name ggml ("current device: 0, in function
+  // ggml_cuda_…").
+  std::size_t last = i;
+  for (std::size_t k = i + 1; k < scan.lines.size() && k - i <= kFollowLines; ++k) {
+    const std::string_view next = scan.At(k);
+    if (Detect(next)) break;
+    if (m.framework == "cuda" && LibraryOf(next) == "ggml" && Contains(next, "current device")) m.framework = "ggml";
+    if (!ReadFollowing(m, next)) continue;
+    AppendText(m, Trim(next));
+    last = k;
+  }
+  m.end_line = last + 1;
   scan.found.push_back(std::move(m));
-  return i + 1;
+  return last + 1;
 }
 
 }  // namespace fragscope::traces::oomscan

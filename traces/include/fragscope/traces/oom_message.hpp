@@ -4,7 +4,9 @@
 // wordings, cudaMallocAsync, MPS, XPU, HIP), JAX / XLA (RESOURCE_EXHAUSTED, BufferAssignment
 // statistics, TPU compile-time HBM), TensorFlow short forms (OOM when allocating tensor with
 // shape, stream_executor's failed to allocate, pinned host memory) and raw CUDA / cuBLAS / cuDNN
-// failures. docs/importers.md, "Out-of-memory error messages", lists the wordings.
+// failures, also in the words of libraries that call CUDA themselves (NCCL's "Cuda failure 'out of
+// memory'", llama.cpp / ggml's "cudaMalloc failed: out of memory"). docs/importers.md,
+// "Out-of-memory error messages", lists the wordings.
 //
 // The scan is line by line with plain substring searches (no regular expression runs over the
 // input), linear in the input's size. Every size is checked against kMaxBytes (byte_math.hpp): a
@@ -39,7 +41,8 @@ enum class OomMessageKind : std::uint8_t {
   kTfTensor,            // "OOM when allocating tensor with shape[…] and type float"
   kTfDeviceAlloc,       // stream_executor: "failed to allocate X (N bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"
   kTfHostAlloc,         // "failed to alloc N bytes on host" / "could not allocate pinned host memory"
-  kCudaRaw,             // a CUDA / HIP runtime or driver error without sizes ("CUDA error: out of memory")
+  kCudaRaw,             // a CUDA / HIP runtime or driver error ("CUDA error: out of memory"), also as NCCL
+                        // (framework "nccl") or llama.cpp / ggml ("ggml") report it, with the size where printed
   kCublas,              // CUBLAS_STATUS_ALLOC_FAILED
   kCudnn,               // CUDNN_STATUS_ALLOC_FAILED
 };
@@ -66,7 +69,7 @@ struct TpuMemory {
 
 struct OomMessage {
   OomMessageKind kind = OomMessageKind::kCudaRaw;
-  std::string framework;  // "pytorch", "jax", "tensorflow", "cuda", "mxnet", "torch7", …
+  std::string framework;  // "pytorch", "jax", "tensorflow", "cuda", "nccl", "ggml", "mxnet", "torch7", …
   std::string backend;    // as printed: "CUDA", "XPU", "HIP", "MPS", "TPU", "GPU", "host"
   std::string device;     // as printed: "GPU 0", "device 0", "device ordinal 0", "GPU_0_bfc", "hbm"
   std::size_t line = 0;   // 1-based line of the input where the message starts
