@@ -202,6 +202,55 @@ TEST(TfPartial, StatsOnlyFragmentReportsItsStats) {
       << Join(five[0].warnings);
 }
 
+// The Stats block and the bar pasted without their header, then TensorFlow's OOM line ("OP_REQUIRES
+// failed … OOM when allocating tensor with shape[…] … by allocator GPU_0_bfc"): the line is the
+// fragment's OOM, its shape × dtype the exact request, its allocator the device.
+TEST(TfPartial, OomTensorLineAfterAStatsFragmentIsItsOom) {
+  const std::string stats =
+      "2019-05-02 11:00:00.000100: I tensorflow/core/common_runtime/bfc_allocator.cc:680] Stats: \n"
+      "Limit:                  8000000000\n"
+      "InUse:                  5000000000\n"
+      "MaxInUse:               5200000000\n"
+      "NumAllocs:                     120\n"
+      "MaxAllocSize:           2000000000\n"
+      "\n"
+      "2019-05-02 11:00:00.000200: W tensorflow/core/common_runtime/bfc_allocator.cc:279] "
+      "*****************************************************************_________________________________\n";
+  const std::string oom_line =
+      "2019-05-02 11:00:00.000300: W tensorflow/core/framework/op_kernel.cc:1202] OP_REQUIRES failed at "
+      "tile_ops.cc:123 : Resource exhausted: OOM when allocating tensor with shape[8,1000,1000,100] and type float on "
+      "/job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc\n";
+  // 8 × 1000 × 1000 × 100 × 4 B = 3.2 GB > Limit − InUse = 3.0 GB: capacity.
+  const auto dumps = ParseTfBfcLog(stats + oom_line, "s.log");
+  ASSERT_EQ(dumps.size(), 1u);
+  const TfBfcDump& d = dumps[0];
+  EXPECT_TRUE(d.has_header);
+  EXPECT_TRUE(d.oom_from_tensor_line);
+  EXPECT_EQ(d.allocator, "GPU_1_bfc");
+  EXPECT_TRUE(d.request_exact);
+  EXPECT_EQ(d.request, 3200000000u);
+  EXPECT_EQ(d.limit, 8000000000u);
+  EXPECT_EQ(d.in_use, 5000000000u);
+  EXPECT_TRUE(d.cause_known);
+  EXPECT_EQ(d.cause, OomCause::kCapacity);
+  EXPECT_TRUE(HasWarning(d.warnings, "the OOM line after the dump")) << Join(d.warnings);
+  EXPECT_TRUE(HasWarning(d.warnings, "only the OOM line, the Stats block")) << Join(d.warnings);
+  const Trace t = TfBfcDumpsToTrace(dumps, "s.log");
+  EXPECT_EQ(CountType(t, EventType::kOom), 1u);
+  ASSERT_EQ(t.header.devices.size(), 1u);
+  EXPECT_EQ(t.header.devices[0].index, 1u);
+  // A smaller tensor that fits in what is left: not capacity.
+  std::string small = oom_line;
+  small.replace(small.find("shape[8,1000,1000,100]"), 22, "shape[1,1000,1000,100]");
+  const auto fits = ParseTfBfcLog(stats + small, "f.log");
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_NE(fits[0].cause, OomCause::kCapacity);
+  // The OOM line of another allocator than the fragment names does not reach into it.
+  const auto other = ParseTfBfcLog("I bfc_allocator.cc:1] BFCAllocator dump for GPU_0_bfc\n" + stats + oom_line, "o.log");
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_FALSE(other[0].has_header);
+}
+
 // Nothing but the header and the bar: the bar's fractions, free included, in the warning and the
 // state summary (no bytes to scale them by).
 TEST(TfPartial, BarAloneGivesItsFractions) {

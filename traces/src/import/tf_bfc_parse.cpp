@@ -1,6 +1,7 @@
 // Line scanner for TensorFlow / XLA BFC allocator OOM dumps: finds the dump lines of every format
 // era anywhere in a log and collects them per dump. tf_bfc_state.cpp turns a dump's lines into the
 // allocator state. No regex: each line is searched for a few fixed keywords.
+#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -104,8 +105,10 @@ class Scanner {
       }
       return;
     }
-    if (auto p = text.find("OOM when allocating tensor with shape"); p != std::string_view::npos)
+    if (auto p = text.find("OOM when allocating tensor with shape"); p != std::string_view::npos) {
+      OomLineAfterFragment(text);
       return ShapeLine(text.substr(p + 37));
+    }
     if (auto p = text.find("Out of memory while trying to allocate "); p != std::string_view::npos) {
       std::string_view rest = text.substr(p + 39);
       const ScannedNumber bytes = ScanUint(rest);
@@ -421,6 +424,33 @@ class Scanner {
     }
     if (!t.empty()) in_stats_ = false;
     return false;
+  }
+
+  // TensorFlow logs the OOM line ("OP_REQUIRES failed … OOM when allocating tensor with shape[…] …
+  // by allocator GPU_0_bfc") right after its dump. A fragment of a dump whose header was lost (the
+  // Stats block and the bar pasted alone) followed by it: the line is that dump's OOM, as TF 0.x's
+  // "Ran out of memory" after its dump (OomAfterDump); its shape gives the request (ShapeLine).
+  void OomLineAfterFragment(std::string_view text) {
+    TfBfcDump* d = Current();
+    if (d == nullptr || d->has_header || !HasContent(*d)) return;
+    std::string_view allocator;
+    if (auto p = text.find("by allocator "); p != std::string_view::npos) {
+      allocator = text.substr(p + 13);
+      std::size_t end = 0;
+      while (end < allocator.size() && (std::isalnum(static_cast<unsigned char>(allocator[end])) != 0 ||
+                                        allocator[end] == '_'))
+        ++end;
+      allocator = allocator.substr(0, end);
+    }
+    if (!allocator.empty() && !d->allocator.empty() && d->allocator != allocator) return;  // another allocator's
+    d->has_header = true;
+    d->oom_from_tensor_line = true;
+    if (d->allocator.empty()) d->allocator = std::string(allocator);
+    if (d->time_unix_ns == 0)
+      if (auto t = ParseLogTimestamp(text)) d->time_unix_ns = *t;
+    Warn(*d, "no \"ran out of memory\" header: the OOM line after the dump (\"OOM when allocating tensor\") is its "
+             "OOM, and its tensor shape the request");
+    complete_ = true;  // what follows is another dump
   }
 
   void ShapeLine(std::string_view rest) {

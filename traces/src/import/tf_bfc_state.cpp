@@ -328,7 +328,7 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
   }
   d.free_in_regions = d.reserved > d.in_use ? d.reserved - d.in_use : 0;
   std::vector<std::string> parts;
-  if (d.has_header) parts.emplace_back("the OOM header");
+  if (d.has_header) parts.emplace_back(d.oom_from_tensor_line ? "the OOM line" : "the OOM header");
   if (s.fields > 0) parts.emplace_back("the Stats block");
   if (d.total_region_allocated) parts.emplace_back("total_region_allocated_bytes_");
   if (bar)

@@ -70,6 +70,8 @@ struct TfBfcDump {
   // "Ran out of memory trying to allocate N" after the dump, or (a fragment) a "Bin for N was"
   // line, which TF prints only when it dumps at an OOM.
   bool has_header = false;
+  // The OOM came from the "OOM when allocating tensor" line after a fragment, not from a header.
+  bool oom_from_tensor_line = false;
   std::uint64_t bin_for = 0;         // "Bin for 8.49GiB was 256.00MiB": the first size (0: none)
   std::size_t bin_for_line = 0;
   std::size_t line = 0;              // 1-based line where the dump starts
