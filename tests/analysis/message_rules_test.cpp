@@ -145,5 +145,31 @@ TEST(MessageRulesRaw, NcclAndGgmlInTheirOwnTerms) {
   EXPECT_NE(torch01.explanation.find("legacy THC"), std::string::npos) << torch01.explanation;
 }
 
+
+// TensorFlow's cpu allocator: host RAM, as pinned host memory is; no GPU advice.
+TEST(MessageRulesTensorflow, TheCpuAllocatorIsHostMemory) {
+  const MessageDiagnosis cpu = DiagnoseText(
+      "W tensorflow/core/framework/op_kernel.cc:1763] OP_REQUIRES failed at cast_op.cc:109 : Resource exhausted: OOM "
+      "when allocating tensor with shape[2,512,512,3] and type float on /job:localhost/replica:0/task:0/device:CPU:0 "
+      "by allocator cpu\n");
+  EXPECT_EQ(cpu.cause, C::kBacking);
+  EXPECT_TRUE(cpu.host_memory);
+  EXPECT_NE(cpu.explanation.find("not GPU memory: the tensor (6.00 MiB) was to live in host RAM (device CPU:0"),
+            std::string::npos)
+      << cpu.explanation;
+  for (const std::string& line : Everything(cpu)) {
+    for (const char* gpu : {"set_memory_growth", "GPU_0_bfc", "nvidia-smi", "TF_GPU_ALLOCATOR", "BFC dump"}) {
+      EXPECT_EQ(line.find(gpu), std::string::npos) << gpu << " in: " << line;
+    }
+  }
+  // The same tensor on a GPU stays unknown, with the GPU's advice.
+  const MessageDiagnosis gpu = DiagnoseText(
+      "ResourceExhaustedError: OOM when allocating tensor with shape[2,512,512,3] and type float on "
+      "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n");
+  EXPECT_EQ(gpu.cause, C::kUnknown);
+  EXPECT_FALSE(gpu.host_memory);
+  EXPECT_TRUE(Mentions(gpu.advice, "set_memory_growth"));
+}
+
 }  // namespace
 }  // namespace fragscope::analysis

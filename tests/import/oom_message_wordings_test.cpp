@@ -124,5 +124,22 @@ TEST(OomMessageWordings, ProseAboutOutOfMemoryIsNoMessage) {
   }
 }
 
+
+// A tensor of TensorFlow's cpu allocator lives in host RAM: backend "host".
+TEST(OomMessageWordings, TensorflowCpuAllocatorIsTheHost) {
+  const auto cpu = FindOomMessages(
+      "OP_REQUIRES failed at cast_op.cc:109 : Resource exhausted: OOM when allocating tensor with shape[1,559,512,3] "
+      "and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_EQ(cpu[0].backend, "host");
+  EXPECT_EQ(cpu[0].device, "CPU:0");
+  EXPECT_EQ(cpu[0].allocator, "cpu");
+  EXPECT_EQ(cpu[0].request->bytes, 1u * 559 * 512 * 3 * 4);
+  const auto gpu = FindOomMessages("OOM when allocating tensor with shape[4] and type float on "
+                                   "/job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc\n");
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_EQ(gpu[0].backend, "GPU");
+}
+
 }  // namespace
 }  // namespace fragscope::traces

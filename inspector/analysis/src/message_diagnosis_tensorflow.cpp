@@ -23,6 +23,23 @@ void DiagnoseTfTensor(const OomMessage& m, MessageDiagnosis& d) {
                                                     Fmt(static_cast<double>(m.request->bytes))));
     return;
   }
+  if (m.backend == "host") {
+    // Host RAM, as for pinned host memory (DiagnoseTfAlloc): no GPU setting applies.
+    d.host_memory = true;
+    b.Cause(OomCause::kBacking,
+            fmt::format("not GPU memory: the tensor ({}) was to live in host RAM (device {}, TensorFlow's {} "
+                        "allocator), and the host could not give it: the machine's RAM or the process's memory "
+                        "limit is exhausted",
+                        m.request ? Fmt(static_cast<double>(m.request->bytes)) : "size unknown",
+                        m.device.empty() ? "CPU" : m.device, m.allocator.empty() ? "cpu" : m.allocator));
+    if (m.request && m.request->bytes < 4 * kMiB) {
+      b.Note("a tensor this small failing means the host's memory was already exhausted");
+    }
+    b.Advice("more host RAM, or a higher memory limit for the process (the container's memory limit, ulimit -v); "
+             "hold less in host memory: smaller tf.data shuffle and prefetch buffers, a cache() to a file rather "
+             "than to RAM, a smaller batch");
+    return;
+  }
   b.Cause(OomCause::kUnknown,
           fmt::format("the message gives only the tensor ({}), not the {} pool's state: the BFC dump TensorFlow "
                       "logs just before this error (\"Allocator ({}) ran out of memory trying to allocate …\") "

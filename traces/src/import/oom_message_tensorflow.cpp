@@ -71,6 +71,8 @@ void ParseTfTensor(OomMessage& m, std::string_view s) {
   if (const std::size_t by = rest.find("by allocator "); by != std::string_view::npos) {
     m.allocator = std::string(IdentifierAt(rest, by + 13));
   }
+  // "device:CPU:0 by allocator cpu" (or mklcpu): the tensor was to live in host RAM, not on a GPU.
+  if (m.device.rfind("CPU", 0) == 0 || m.allocator == "cpu" || m.allocator == "mklcpu") m.backend = "host";
 }
 
 void FinishTfTensor(OomMessage& m) {
