@@ -171,5 +171,30 @@ TEST(MessageRulesTensorflow, TheCpuAllocatorIsHostMemory) {
   EXPECT_TRUE(Mentions(gpu.advice, "set_memory_growth"));
 }
 
+
+// XLA:TPU at compile time: where used and capacity print alike, the excess XLA prints decides.
+TEST(MessageRulesXla, TheExcessDecidesWhereTheRoundedFiguresLookEqual) {
+  const MessageDiagnosis smem = DiagnoseText(
+      "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
+      "memory space smem. Used 2.00M of 2.00M smem. Exceeded smem capacity by 3.5K.");
+  EXPECT_EQ(smem.cause, C::kCapacity) << smem.explanation;
+  EXPECT_TRUE(Mentions(smem.arithmetic, "used = 2.00M and C = 2.00M are equal within their rounding (±5.12 KiB); the "
+                                        "excess XLA prints, 3.5K, decides"));
+  EXPECT_NE(smem.explanation.find("3.5K over"), std::string::npos) << smem.explanation;
+  EXPECT_FALSE(PrintsANegativeFigure(smem));
+  // Clearly over: as before, with the ratio.
+  const MessageDiagnosis hbm = DiagnoseText(
+      "XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 20.00G of 15.50G hbm. Exceeded "
+      "hbm capacity by 4.50G.");
+  EXPECT_EQ(hbm.cause, C::kCapacity);
+  EXPECT_NE(hbm.explanation.find("1.29×"), std::string::npos) << hbm.explanation;
+  // Equal and no excess printed, or used clearly below: nothing to decide, and no negative figure.
+  EXPECT_EQ(DiagnoseText("Ran out of memory in memory space smem. Used 1.00M of 1.00M smem.").cause, C::kUnknown);
+  const MessageDiagnosis below = DiagnoseText(
+      "Ran out of memory in memory space vmem. Used 10.00M of 16.00M vmem. Exceeded vmem capacity by 1.0K.");
+  EXPECT_EQ(below.cause, C::kUnknown);
+  EXPECT_FALSE(PrintsANegativeFigure(below));
+}
+
 }  // namespace
 }  // namespace fragscope::analysis

@@ -80,8 +80,21 @@ void DiagnoseXlaTpuCompile(const OomMessage& m, MessageDiagnosis& d) {
   b.Read("reserved", "reserved", t.reserved);
   b.Read("largest", "largest program allocation", t.largest_allocation);
   const Val used = Of(*t.used), cap = Of(*t.capacity);
-  b.Line("used − C = {} − {} = {}{}", used.text, cap.text, Fmt(used.v - cap.v),
-         t.exceeded ? fmt::format(" (printed: exceeded by {})", t.exceeded->text) : "");
+  // The excess XLA prints is exact where used and capacity, rounded to three digits, print alike
+  // ("Used 1.00M of 1.00M smem. Exceeded smem capacity by 1.7K"): then it decides.
+  const bool within_rounding = !Greater(used, cap) && !Greater(cap, used);
+  const bool excess_printed = t.exceeded && t.exceeded->bytes > 0;
+  if (Greater(used, cap)) {
+    b.Line("used − C = {} − {} = {}{}", used.text, cap.text, Fmt(used.v - cap.v),
+           t.exceeded ? fmt::format(" (printed: exceeded by {})", t.exceeded->text) : "");
+  } else if (within_rounding) {
+    b.Line("used = {} and C = {} are equal within their rounding (±{}){}", used.text, cap.text,
+           Fmt(std::max(used.tol, cap.tol)),
+           excess_printed ? fmt::format("; the excess XLA prints, {}, decides", t.exceeded->text) : "");
+  } else {
+    b.Line("used = {} < C = {}{}", used.text, cap.text,
+           t.exceeded ? fmt::format(" (printed: exceeded by {})", t.exceeded->text) : "");
+  }
   if (t.reserved && t.program) {
     b.Line("reserved + program = {} + {} = {}{}", t.reserved->text, t.program->text,
            Fmt(static_cast<double>(t.reserved->bytes + t.program->bytes)),
@@ -91,12 +104,24 @@ void DiagnoseXlaTpuCompile(const OomMessage& m, MessageDiagnosis& d) {
     b.Cause(OomCause::kRequestTooLarge, "one allocation of the program is larger than the core's " + t.space);
     return;
   }
+  const std::string advice = t.space == "smem"
+                                  ? "smem is the core's small scalar memory: its scalars and index tables grow with "
+                                    "the per-core batch (or the sequences per step), so a smaller one lowers it"
+                                  : "shard over more cores (a larger mesh / more model parallelism), a smaller "
+                                    "per-core batch, or jax.checkpoint to rematerialize activations";
   if (Greater(used, cap)) {
     b.Cause(OomCause::kCapacity, fmt::format("the compiled program needs {} of {} per core, {:.2f}× the "
                                              "{} it has (decided at compile time)", used.text, t.space, used.v / cap.v,
                                              cap.text));
-    b.Advice("shard over more cores (a larger mesh / more model parallelism), a smaller per-core batch, or "
-             "jax.checkpoint to rematerialize activations");
+    b.Advice(advice);
+    return;
+  }
+  if (within_rounding && excess_printed) {
+    b.Cause(OomCause::kCapacity,
+            fmt::format("the compiled program needs more {} per core than the {} it has: {} over, by XLA's own count "
+                        "(used and capacity print alike as rounded; decided at compile time)", t.space, cap.text,
+                        t.exceeded->text));
+    b.Advice(advice);
     return;
   }
   b.Cause(OomCause::kUnknown, "inconsistent: the usage printed does not exceed the capacity");
