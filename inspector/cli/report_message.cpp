@@ -161,6 +161,7 @@ nlohmann::json MessageOomJson(const traces::OomMessage& m, const analysis::Messa
                       {"wording", traces::ToString(m.kind)}, {"backend", m.backend}, {"device_name", m.device}};
   // DESIGN.md's OOM keys where the message gives them (never invented): request, limit, reserved, in_use.
   AddSize(j, "request", m.request);
+  if (m.request_at_least) j["request_at_least"] = true;  // "more than" that
   if (m.allowed) {
     j["limit"] = m.allowed->bytes;
   } else if (m.device_limit) {

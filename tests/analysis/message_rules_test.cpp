@@ -196,5 +196,22 @@ TEST(MessageRulesXla, TheExcessDecidesWhereTheRoundedFiguresLookEqual) {
   EXPECT_FALSE(PrintsANegativeFigure(below));
 }
 
+
+// A request above what any device holds is request-too-large without the device's size: PyTorch's
+// "more than 1EB", or a number that large.
+TEST(MessageRulesPytorch, MoreThanAnyDeviceIsRequestTooLarge) {
+  const MessageDiagnosis eb = DiagnoseText("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate more than "
+                                           "1EB memory");
+  EXPECT_EQ(eb.cause, C::kRequestTooLarge);
+  EXPECT_NE(eb.explanation.find("one request of more than 1EB is larger than any device"), std::string::npos)
+      << eb.explanation;
+  EXPECT_TRUE(Mentions(eb.arithmetic, "R > 1EB = 1.00 EiB"));
+  ASSERT_FALSE(eb.numbers.empty());
+  EXPECT_EQ(eb.numbers[0].name, "requested (more than)");
+  EXPECT_EQ(DiagnoseText("CUDA out of memory. Tried to allocate 600.00 GiB").cause, C::kRequestTooLarge);
+  // Below that bound and without the device's size: a cut message, no more.
+  EXPECT_EQ(DiagnoseText("CUDA out of memory. Tried to allocate 200.00 GiB").cause, C::kUnknown);
+}
+
 }  // namespace
 }  // namespace fragscope::analysis

@@ -3,6 +3,7 @@
 // not take for an error.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "fragscope/traces/oom_message.hpp"
@@ -139,6 +140,20 @@ TEST(OomMessageWordings, TensorflowCpuAllocatorIsTheHost) {
                                    "/job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc\n");
   ASSERT_EQ(gpu.size(), 1u);
   EXPECT_EQ(gpu[0].backend, "GPU");
+}
+
+
+// PyTorch's check of a size that cannot be real: the bound it prints is the request, marked as one.
+TEST(OomMessageWordings, PytorchMoreThanOneExbibyte) {
+  const auto m = FindOomMessages("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory.\n"
+                                 "next unrelated line of the log\n");
+  ASSERT_EQ(m.size(), 1u);
+  ASSERT_TRUE(m[0].request);
+  EXPECT_EQ(m[0].request->bytes, std::uint64_t{1} << 60);
+  EXPECT_TRUE(m[0].request_at_least);
+  EXPECT_EQ(m[0].end_line, 1u) << "a whole message: no line joined";
+  EXPECT_TRUE(m[0].problems.empty());
+  EXPECT_FALSE(FindOomMessages("CUDA out of memory. Tried to allocate 2.00 MiB. GPU")[0].request_at_least);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ std::string Ending(const std::string& text) {
 // PyTorch's caching allocator on CUDA, HIP and XPU (every era of its wording).
 void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
   Builder b(d);
-  b.Read("R", "requested", m.request);
+  b.Read("R", m.request_at_least ? "requested (more than)" : "requested", m.request);
   b.Read("T", "total capacity", m.total);
   b.Read("F", "free", m.free);
   b.Read("A", "allocated by PyTorch", m.allocated);
@@ -63,6 +63,18 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
     return;
   }
   const Val R = Of(*m.request);
+  // 0. A request no device holds, whatever the message says of this one ("Tried to allocate more
+  // than 1EB memory": PyTorch's own check of a size that cannot be real).
+  if (!m.total && R.v > static_cast<double>(kLargerThanAnyDevice)) {
+    b.Line("R {} {} = {}: more than any accelerator holds", m.request_at_least ? ">" : "=", R.text, Fmt(R.v));
+    b.Cause(OomCause::kRequestTooLarge,
+            fmt::format("one request of {}{} is larger than any device: a size this large is almost always a "
+                        "negative or overflowed size, or a shape bug", m.request_at_least ? "more than " : "",
+                        m.request->text));
+    b.Advice("check the sizes and shapes of the tensor being created at the failing line (a negative dimension, "
+             "an integer overflow, a wrong broadcast or view)");
+    return;
+  }
   const std::uint64_t segment = PytorchSegmentSize(m.request->bytes);
   const Val S = Bytes(static_cast<double>(segment), R.tol);
   b.Derived("S", "segment to allocate", S.v);

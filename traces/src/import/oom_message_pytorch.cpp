@@ -40,6 +40,11 @@ void ParsePytorchCaching(OomMessage& m, std::string_view s) {
   m.kind = OomMessageKind::kPytorchCaching;
   m.framework = "pytorch";
   m.request = Field(m, s, "Tried to allocate");
+  // PyTorch's check of sizes no device can hold: "Tried to allocate more than 1EB memory."
+  if (!m.request && Contains(s, "Tried to allocate more than ")) {
+    m.request = Field(m, s, "Tried to allocate more than ");
+    m.request_at_least = m.request.has_value();
+  }
   // The legacy layout: "(GPU 0; 11.17 GiB total capacity; 10.90 GiB already allocated; …)".
   const std::size_t open = s.find('(', s.find("Tried to allocate"));
   const std::size_t old_format = s.find("total capacity;");
@@ -107,7 +112,7 @@ void ParsePytorchCaching(OomMessage& m, std::string_view s) {
 // True when a caching-allocator message in `s` looks cut by a line break (more of it follows).
 bool PytorchIncomplete(std::string_view s) {
   const std::size_t tried = s.find("Tried to allocate");
-  if (tried == std::string_view::npos) return false;
+  if (tried == std::string_view::npos || Contains(s, "Tried to allocate more than")) return false;
   const std::size_t open = s.find('(', tried);
   if (open != std::string_view::npos && s.find(')', open) == std::string_view::npos) return true;
   if (Contains(s, "has a total capac")) {
@@ -125,6 +130,11 @@ void ParseMps(OomMessage& m, std::string_view s) {
   m.other_allocations = Field(m, s, "other allocations:");
   m.allowed = Field(m, s, "max allowed:");
   m.request = Field(m, s, "Tried to allocate");
+  // PyTorch's check of sizes no device can hold: "Tried to allocate more than 1EB memory."
+  if (!m.request && Contains(s, "Tried to allocate more than ")) {
+    m.request = Field(m, s, "Tried to allocate more than ");
+    m.request_at_least = m.request.has_value();
+  }
   m.private_pool_request = Contains(s, "on private pool");
   m.hint_watermark = Contains(s, "PYTORCH_MPS_HIGH_WATERMARK_RATIO");
 }

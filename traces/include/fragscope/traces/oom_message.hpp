@@ -79,6 +79,7 @@ struct OomMessage {
 
   // The numbers, each as printed (absent when the message does not give it).
   std::optional<PrintedSize> request;          // R: "Tried to allocate", "Requested", the tensor's bytes
+  bool request_at_least = false;               // "Tried to allocate more than 1EB memory": R is a bound
   std::optional<PrintedSize> total;            // T: total capacity (PyTorch), "Total memory" (TF)
   std::optional<PrintedSize> free;             // F: free on the device at report time
   std::optional<PrintedSize> allocated;        // A: allocated by the framework ("already allocated",
