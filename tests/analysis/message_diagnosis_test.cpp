@@ -12,6 +12,7 @@
 #include "fragscope/analysis/message_diagnosis.hpp"
 #include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/oom_message.hpp"
+#include "support/message_lines.hpp"
 #include "support/shell.hpp"
 
 namespace fragscope::analysis {
@@ -36,6 +37,8 @@ bool Mentions(const std::vector<std::string>& lines, const std::string& needle) 
   }
   return false;
 }
+
+using fragscope::testing::PrintsANegativeFigure;
 
 enum Flag : unsigned {
   kNone = 0,
@@ -149,6 +152,7 @@ TEST(MessageDiagnosisCorpus, EveryCauseAsSourcesConcludes) {
     ++counts[std::string(traces::ToString(d.cause))];
     EXPECT_EQ(d.cause, e.cause) << traces::ToString(d.cause) << ": " << d.explanation;
     EXPECT_FALSE(d.explanation.empty());
+    EXPECT_FALSE(PrintsANegativeFigure(d)) << "a negative figure printed";
     EXPECT_EQ(d.inconsistent, (e.flags & kInconsistent) != 0);
     EXPECT_EQ(d.wddm_spill, (e.flags & kWddm) != 0);
     EXPECT_EQ(d.host_memory, (e.flags & kHost) != 0);
@@ -182,9 +186,12 @@ TEST(MessageDiagnosisCorpus, ArithmeticAndAdviceInTheFrameworksTerms) {
     ASSERT_FALSE(d.fragscope_advice.empty());
     EXPECT_EQ(d.fragscope_advice[0].rfind("with fragscope's allocator: ", 0), 0u);
   }
-  {  // 16: A > T (Windows): "outside" is negative in the arithmetic, so it is no number (not a 0).
+  {  // 16: A > T (Windows): T − F − Rv is below 0, said in words (no negative size is printed), and
+     // "outside" is no number (not a 0).
     const MessageDiagnosis d = DiagnoseText(ReadText(CorpusFile("16")));
-    EXPECT_TRUE(Mentions(d.arithmetic, "= −11.15 GiB"));
+    EXPECT_TRUE(Mentions(d.arithmetic, "< 0: PyTorch's reservation is 11.15 GiB more than the device's total less "
+                                       "its free memory"));
+    EXPECT_FALSE(Mentions(d.arithmetic, "−11.15"));
     EXPECT_EQ(d.outside, std::nullopt);
     for (const MessageNumber& n : d.numbers) EXPECT_NE(n.symbol, "outside");
   }

@@ -19,6 +19,7 @@
 #include "fragscope/analysis/message_diagnosis.hpp"
 #include "fragscope/traces/oom.hpp"
 #include "fragscope/traces/oom_message.hpp"
+#include "support/message_lines.hpp"
 #include "support/shell.hpp"
 
 namespace fragscope::analysis {
@@ -50,6 +51,7 @@ TEST(MessageFixtures, EveryMessageGetsTheCauseTheScriptComputed) {
         continue;
       }
       const MessageDiagnosis d = DiagnoseMessage(messages[i]);
+      EXPECT_FALSE(fragscope::testing::PrintsANegativeFigure(d)) << "message " << i + 1 << ": a negative figure";
       const std::string want = x["cause"];
       EXPECT_EQ(traces::ToString(d.cause), want)
           << "message " << i + 1 << ": the script's arithmetic: " << x["why"].get<std::string>()

@@ -8,11 +8,14 @@
 
 #include "fragscope/analysis/message_diagnosis.hpp"
 #include "fragscope/traces/oom_message.hpp"
+#include "support/message_lines.hpp"
 
 namespace fragscope::analysis {
 namespace {
 
 using C = traces::OomCause;
+using fragscope::testing::MessageLines;
+using fragscope::testing::PrintsANegativeFigure;
 
 MessageDiagnosis DiagnoseText(const std::string& text) {
   const auto messages = traces::FindOomMessages(text);
@@ -25,16 +28,6 @@ bool Mentions(const std::vector<std::string>& lines, const std::string& needle) 
     if (line.find(needle) != std::string::npos) return true;
   }
   return false;
-}
-
-// Every line a report prints of the diagnosis.
-std::vector<std::string> Everything(const MessageDiagnosis& d) {
-  std::vector<std::string> all = d.arithmetic;
-  all.push_back(d.explanation);
-  all.insert(all.end(), d.notes.begin(), d.notes.end());
-  all.insert(all.end(), d.advice.begin(), d.advice.end());
-  all.insert(all.end(), d.fragscope_advice.begin(), d.fragscope_advice.end());
-  return all;
 }
 
 std::string Async(const std::string& c, const std::string& r, const std::string& l, const std::string& f) {
@@ -63,7 +56,7 @@ bool PrintsANegativeFigure(const MessageDiagnosis& d) {
 // is named, never assumed (no "0 held by PyTorch", no batch share from missing figures).
 TEST(MessageRulesPytorch, ACutMessageIsUnknownAndSaysWhatIsMissing) {
   const auto never_invents = [](const MessageDiagnosis& d) {
-    for (const std::string& line : Everything(d)) {
+    for (const std::string& line : MessageLines(d)) {
       EXPECT_EQ(line.find("by the total the request fits"), std::string::npos) << line;
       EXPECT_EQ(line.find("?"), std::string::npos) << line;
       EXPECT_EQ(line.find("at most about"), std::string::npos) << line;
@@ -114,6 +107,7 @@ TEST(MessageRulesPytorch, ACutMessageIsUnknownAndSaysWhatIsMissing) {
       "Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.");
   EXPECT_EQ(xpu.explanation.find("cut off"), std::string::npos) << xpu.explanation;
   EXPECT_NE(xpu.explanation.find("no free figure"), std::string::npos) << xpu.explanation;
+  EXPECT_TRUE(Mentions(xpu.advice, "check what else holds the device (xpu-smi)"));
 }
 
 
@@ -157,7 +151,7 @@ TEST(MessageRulesTensorflow, TheCpuAllocatorIsHostMemory) {
   EXPECT_NE(cpu.explanation.find("not GPU memory: the tensor (6.00 MiB) was to live in host RAM (device CPU:0"),
             std::string::npos)
       << cpu.explanation;
-  for (const std::string& line : Everything(cpu)) {
+  for (const std::string& line : MessageLines(cpu)) {
     for (const char* gpu : {"set_memory_growth", "GPU_0_bfc", "nvidia-smi", "TF_GPU_ALLOCATOR", "BFC dump"}) {
       EXPECT_EQ(line.find(gpu), std::string::npos) << gpu << " in: " << line;
     }
@@ -211,6 +205,68 @@ TEST(MessageRulesPytorch, MoreThanAnyDeviceIsRequestTooLarge) {
   EXPECT_EQ(DiagnoseText("CUDA out of memory. Tried to allocate 600.00 GiB").cause, C::kRequestTooLarge);
   // Below that bound and without the device's size: a cut message, no more.
   EXPECT_EQ(DiagnoseText("CUDA out of memory. Tried to allocate 200.00 GiB").cause, C::kUnknown);
+}
+
+
+// No figure is printed below zero: differences of rounded figures within their rounding read "≈ 0",
+// beyond it they are said in words; a process NVML did not see is not "−20 GiB of non-PyTorch memory".
+TEST(MessageRulesPytorch, NoNegativeFigures) {
+  // "this process has 0 bytes": NVML did not see the process.
+  const MessageDiagnosis unseen = DiagnoseText(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 1 has a total capacity of 23.65 GiB "
+      "of which 1.00 GiB is free. Including non-PyTorch memory, this process has 0 bytes memory in use. Of the "
+      "allocated memory 20.00 GiB is allocated by PyTorch, and 2.00 GiB is reserved by PyTorch but unallocated.");
+  EXPECT_EQ(unseen.cause, C::kFragmentation);
+  EXPECT_FALSE(PrintsANegativeFigure(unseen));
+  EXPECT_TRUE(Mentions(unseen.arithmetic, "P = 0 bytes < Rv = 22.00 GiB"));
+  EXPECT_TRUE(Mentions(unseen.notes, "NVML did not see this process"));
+  EXPECT_FALSE(Mentions(unseen.advice, "not PyTorch's (P − Rv)"));
+  // T and F print alike, PyTorch holds 2 MiB: T − F − Rv is −2 MiB as printed, 0 within the rounding.
+  const MessageDiagnosis empty = DiagnoseText(
+      "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 4.50 GiB. GPU 0 has a total capacity of 5.65 GiB of "
+      "which 5.65 GiB is free. Of the allocated memory 200.00 KiB is allocated by PyTorch, and 1.80 MiB is reserved by "
+      "PyTorch but unallocated.");
+  EXPECT_FALSE(PrintsANegativeFigure(empty));
+  EXPECT_TRUE(Mentions(empty.arithmetic, "outside = T − F − Rv = 5.65 GiB − 5.65 GiB − 2.00 MiB ≈ 0 (within the "
+                                         "figures' rounding"));
+  // MPS at its limit within the rounding: "reach", not "pass … by −5 MiB"; no "100 %" batch.
+  const MessageDiagnosis mps = DiagnoseText(
+      "RuntimeError: MPS backend out of memory (MPS allocated: 8.89 GB, other allocations: 172.98 MB, max allowed: "
+      "9.07 GB). Tried to allocate 6.25 MB on private pool.");
+  EXPECT_EQ(mps.cause, C::kCapacity);
+  EXPECT_FALSE(PrintsANegativeFigure(mps));
+  EXPECT_NE(mps.explanation.find("reach the 9.07 GB limit"), std::string::npos) << mps.explanation;
+  EXPECT_TRUE(Mentions(mps.advice, "a slightly smaller batch"));
+  EXPECT_FALSE(Mentions(mps.advice, "100 %"));
+  // Windows: PyTorch holds more than the card; said in words.
+  const MessageDiagnosis wddm = DiagnoseText(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 100.00 MiB. GPU 0 has a total capacity of "
+      "8.00 GiB of which 0 bytes is free. Of the allocated memory 12.00 GiB is allocated by PyTorch, and 1.00 GiB is "
+      "reserved by PyTorch but unallocated.");
+  EXPECT_TRUE(wddm.wddm_spill);
+  EXPECT_FALSE(PrintsANegativeFigure(wddm));
+}
+
+// ROCm (HIP) devices get ROCm's tools, not NVIDIA's.
+TEST(MessageRulesPytorch, HipAdviceNamesRocmTools) {
+  const MessageDiagnosis hip = DiagnoseText(
+      "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of 128.00 GiB "
+      "of which 800.00 MiB is free. Of the allocated memory 50.00 GiB is allocated by PyTorch, and 80.00 MiB is "
+      "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+      "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to avoid fragmentation.");
+  EXPECT_EQ(hip.cause, C::kBacking);
+  EXPECT_TRUE(Mentions(hip.advice, "rocm-smi"));
+  EXPECT_TRUE(Mentions(hip.advice, "HIP_VISIBLE_DEVICES"));
+  for (const std::string& line : MessageLines(hip)) {
+    for (const char* nvidia : {"nvidia-smi", "CUDA_VISIBLE_DEVICES", "CUDA context", "PYTORCH_CUDA_ALLOC_CONF"}) {
+      EXPECT_EQ(line.find(nvidia), std::string::npos) << nvidia << " in: " << line;
+    }
+  }
+  // The same on CUDA keeps NVIDIA's.
+  std::string cuda = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total "
+                     "capacity of 128.00 GiB of which 800.00 MiB is free. Of the allocated memory 50.00 GiB is allocated "
+                     "by PyTorch, and 80.00 MiB is reserved by PyTorch but unallocated.";
+  EXPECT_TRUE(Mentions(DiagnoseText(cuda).advice, "nvidia-smi"));
 }
 
 }  // namespace

@@ -19,10 +19,23 @@ bool HasExpandableSegments(const OomMessage& m) {
 
 }  // namespace
 
+DeviceTools ToolsOf(const OomMessage& m) {
+  if (m.backend == "HIP") return {"HIP", "rocm-smi", "HIP_VISIBLE_DEVICES"};
+  if (m.backend == "XPU") return {"Level Zero", "xpu-smi", "ZE_AFFINITY_MASK"};
+  return {"CUDA", "nvidia-smi", "CUDA_VISIBLE_DEVICES"};
+}
+
 // How much smaller the batch (or whatever scales the memory) must be, from what this process would
 // hold and what it could have.
 std::string BatchEstimate(double have, double need) {
   if (need <= 0 || have <= 0) return "a smaller batch (or shorter sequences, lower resolution)";
+  if (have >= 0.99 * need) {
+    // A share of "99 %" or "100 %" says nothing: say how close it is.
+    return fmt::format("a slightly smaller batch: this step is {}, so even a small cut may fit, if memory grows "
+                       "with the batch (weights and optimizer state do not)",
+                       need > have ? fmt::format("short by only {} of the {} it needs", Fmt(need - have), Fmt(need))
+                                   : std::string("at the limit, within the rounding of the printed figures"));
+  }
   const double share = std::clamp(have / need, 0.0, 1.0);
   return fmt::format("a smaller batch: at most about {:.0f} % of the current one ({} available for the {} "
                      "this step needs, if memory grows with the batch; weights and optimizer state do not, so "
@@ -54,6 +67,7 @@ void PytorchFragmentationAdvice(Builder& b, const OomMessage& m, const Val& U) {
 
 void OutsideAdvice(Builder& b, const OomMessage& m, double other_bytes, double in_process, bool listed_self,
                    std::uint64_t self_pid) {
+  const DeviceTools tools = ToolsOf(m);
   if (!m.other_processes.empty()) {
     std::string list;
     for (const auto& p : m.other_processes) {
@@ -66,17 +80,18 @@ void OutsideAdvice(Builder& b, const OomMessage& m, double other_bytes, double i
     }
     if (!list.empty()) {
       b.Advice(fmt::format("other processes hold {} of this GPU: PIDs {}; stop them, or run on another GPU "
-                           "(CUDA_VISIBLE_DEVICES)", Fmt(other_bytes), list));
+                           "({})", Fmt(other_bytes), list, tools.visible));
     }
   } else if (other_bytes > 0) {
-    b.Advice(fmt::format("{} of the device is neither free nor this PyTorch's: other processes or the CUDA context "
-                         "(nvidia-smi lists the processes); stop them, or run on another GPU (CUDA_VISIBLE_DEVICES)",
-                         Fmt(other_bytes)));
+    b.Advice(fmt::format("{} of the device is neither free nor this PyTorch's: other processes or the {} context "
+                         "({} lists the processes); stop them, or run on another GPU ({})",
+                         Fmt(other_bytes), tools.runtime, tools.smi, tools.visible));
   }
   if (in_process > static_cast<double>(kGiB) / 2) {
-    b.Advice(fmt::format("{} of this process's memory is not PyTorch's (P − Rv): the CUDA context, cuBLAS / cuDNN "
-                         "workspaces, NCCL buffers, CUDA graphs or another library in the process",
-                         Fmt(in_process)));
+    b.Advice(fmt::format("{} of this process's memory is not PyTorch's (P − Rv): the {} context, {} workspaces, "
+                         "{} buffers, {} graphs or another library in the process", Fmt(in_process), tools.runtime,
+                         m.backend == "HIP" ? "rocBLAS / MIOpen" : "cuBLAS / cuDNN",
+                         m.backend == "HIP" ? "RCCL" : "NCCL", m.backend == "HIP" ? "HIP" : "CUDA"));
   }
 }
 

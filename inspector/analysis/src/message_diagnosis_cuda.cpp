@@ -49,13 +49,13 @@ void DiagnoseRaw(const OomMessage& m, MessageDiagnosis& d) {
   } else if (m.framework == "ggml") {
     b.Advice("offload fewer layers to the GPU (-ngl / --n-gpu-layers), a smaller context (-c / --ctx-size) or "
              "batch (-b / -ub), a smaller quantization of the model, or split it over several GPUs "
-             "(--tensor-split); check nvidia-smi for other processes on the device");
+             "(--tensor-split); check " + std::string(ToolsOf(m).smi) + " for other processes on the device");
   } else if (m.framework == "mxnet") {
     b.Advice("MXNET_CUDNN_AUTOTUNE_DEFAULT=0 avoids cuDNN's workspace-hungry algorithm search; or a smaller batch");
   } else if (m.framework == "torch7") {
     b.Advice("cudnn.benchmark = false avoids cuDNN's algorithm search (cudnnFind…) and its workspaces; or a smaller batch");
   } else {
-    b.Advice("check nvidia-smi for what holds the device; a smaller problem size per GPU");
+    b.Advice(fmt::format("check {} for what holds the device; a smaller problem size per GPU", ToolsOf(m).smi));
   }
 }
 

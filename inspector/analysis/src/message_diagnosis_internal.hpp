@@ -97,6 +97,16 @@ inline std::optional<Val> Opt(const std::optional<PrintedSize>& s) {
   return Of(*s);
 }
 
+// The device's own words and tools in explanations and advice: CUDA (nvidia-smi,
+// CUDA_VISIBLE_DEVICES), HIP on ROCm (rocm-smi, HIP_VISIBLE_DEVICES), XPU on Level Zero (xpu-smi,
+// ZE_AFFINITY_MASK) (message_diagnosis_advice.cpp).
+struct DeviceTools {
+  const char* runtime;  // "CUDA", "HIP", "Level Zero": whose context the process holds
+  const char* smi;      // lists the processes on the device
+  const char* visible;  // the variable that picks another device
+};
+DeviceTools ToolsOf(const OomMessage& m);
+
 // Advice shared by the rules (message_diagnosis_advice.cpp).
 std::string BatchEstimate(double have, double need);
 void PytorchFragmentationAdvice(Builder& b, const OomMessage& m, const Val& U);

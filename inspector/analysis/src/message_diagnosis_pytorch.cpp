@@ -107,8 +107,8 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
         listed_self = true;
         self_pid = p.pid;
         b.Note(fmt::format("Process {} ({}) is probably this process seen from another PID namespace (a container): "
-                           "its memory is PyTorch's reservation plus {} (CUDA context and other non-PyTorch memory)",
-                           p.pid, p.size.text, Fmt(std::max(0.0, over))));
+                           "its memory is PyTorch's reservation plus {} ({} context and other non-PyTorch memory)",
+                           p.pid, p.size.text, Fmt(std::max(0.0, over)), ToolsOf(m).runtime));
         break;
       }
     }
@@ -128,10 +128,33 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
     outside = Sub(Sub(*T, *F), *Rv);
     if (outside->v >= 0) d.outside = static_cast<std::uint64_t>(std::llround(outside->v));
     b.Derived("outside", "neither free nor PyTorch's", outside->v);
-    b.Line("outside = T − F − Rv = {} − {} − {} = {}", T->text, F->text, Fmt(Rv->v), Fmt(outside->v));
+    // Three rounded figures: a difference below 0 within their roundings is 0; beyond them the
+    // figures are not the card's alone (rule 2 says why). No negative size is printed.
+    const double rounding = T->tol + F->tol + Rv->tol;
+    if (outside->v >= 0) {
+      b.Line("outside = T − F − Rv = {} − {} − {} = {}", T->text, F->text, Fmt(Rv->v), Fmt(outside->v));
+    } else if (-outside->v <= rounding) {
+      b.Line("outside = T − F − Rv = {} − {} − {} ≈ 0 (within the figures' rounding, ±{})", T->text, F->text,
+             Fmt(Rv->v), Fmt(rounding));
+    } else {
+      b.Line("T − F − Rv = {} − {} − {} < 0: PyTorch's reservation is {} more than the device's total less its free "
+             "memory", T->text, F->text, Fmt(Rv->v), Fmt(-outside->v));
+    }
     if (P) {
-      in_process = P->v - Rv->v;
-      b.Line("P − Rv = {} − {} = {}: non-PyTorch memory inside this process", P->text, Fmt(Rv->v), Fmt(in_process));
+      in_process = std::max(0.0, P->v - Rv->v);
+      if (P->v >= Rv->v) {
+        b.Line("P − Rv = {} − {} = {}: non-PyTorch memory inside this process", P->text, Fmt(Rv->v), Fmt(in_process));
+      } else if (Rv->v - P->v <= P->tol + Rv->tol) {
+        b.Line("P − Rv = {} − {} ≈ 0 (within the figures' rounding): no non-PyTorch memory inside this process",
+               P->text, Fmt(Rv->v));
+      } else {
+        b.Line("P = {} < Rv = {}: the driver's count for this process is below PyTorch's own reservation, so the "
+               "non-PyTorch memory inside the process is unknown", P->text, Fmt(Rv->v));
+        if (P->v == 0) {
+          b.Note("\"this process has 0 bytes memory in use\": NVML did not see this process (typical in a "
+                 "container that cannot see the host's process IDs), not that it holds nothing");
+        }
+      }
     }
   }
   const double other_bytes = others_listed > 0 ? others_listed
@@ -147,7 +170,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
                          Pct(outside->v, T->v),
                          in_process > static_cast<double>(kGiB) / 2
                              ? fmt::format(": {} non-PyTorch memory inside this process (P − Rv)", Fmt(in_process))
-                             : ": other processes, the CUDA context, the display"));
+                             : fmt::format(": other processes, the {} context, the display", ToolsOf(m).runtime)));
     }
   };
 
@@ -253,8 +276,8 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
       b.Note("Intel GPU drivers limit a single allocation (often to 4 GiB) unless relaxed allocation limits are "
              "enabled: a request of this size can fail with the device nearly empty");
     }
-    b.Advice("check what else holds the device (xpu-smi / nvidia-smi / rocm-smi) and whether a smaller request "
-             "succeeds: if it does, the limit is per allocation, not the memory");
+    b.Advice(fmt::format("check what else holds the device ({}) and whether a smaller request succeeds: if it "
+                         "does, the limit is per allocation, not the memory", ToolsOf(m).smi));
     return;
   }
   if (LessEq(S, *F)) {
@@ -428,8 +451,11 @@ void DiagnosePytorchMps(const OomMessage& m, MessageDiagnosis& d) {
     b.Advice("the other allocations are Metal memory outside PyTorch's heaps in this process (another library, "
              "graphics, or tensors converted outside torch): release them, or torch.mps.empty_cache() between stages");
   } else {
-    b.Cause(OomCause::kCapacity, fmt::format("PyTorch's {} plus other {} plus the request pass the {} "
-                                             "limit by {}", M.text, O.text, W.text, Fmt(need.v - W.v)));
+    b.Cause(OomCause::kCapacity,
+            need.v > W.v ? fmt::format("PyTorch's {} plus other {} plus the request pass the {} limit by {}", M.text,
+                                       O.text, W.text, Fmt(need.v - W.v))
+                         : fmt::format("PyTorch's {} plus other {} plus the request reach the {} limit (their sum "
+                                       "is within the printed figures' rounding of it)", M.text, O.text, W.text));
     b.Advice(BatchEstimate(W.v - O.v, M.v + R.v));
   }
   b.Advice("PYTORCH_MPS_HIGH_WATERMARK_RATIO above its default raises the limit (0.0 removes it, at the risk of "
