@@ -25,20 +25,10 @@ const std::string kDataDir = FRAGSCOPE_SOURCE_DIR "/../shared/data/oom_messages/
 // The whole file (support/shell.hpp).
 std::string ReadText(const std::string& path) { return fragscope::testing::Slurp(path); }
 
-MessageDiagnosis DiagnoseText(const std::string& text) {
-  const auto messages = traces::FindOomMessages(text);
-  EXPECT_EQ(messages.size(), 1u) << text;
-  return messages.empty() ? MessageDiagnosis{} : DiagnoseMessage(messages[0]);
-}
-
-bool Mentions(const std::vector<std::string>& lines, const std::string& needle) {
-  for (const auto& line : lines) {
-    if (line.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
 
 using fragscope::testing::PrintsANegativeFigure;
+using fragscope::testing::DiagnoseText;
+using fragscope::testing::Mentions;
 
 enum Flag : unsigned {
   kNone = 0,

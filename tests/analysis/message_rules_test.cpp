@@ -16,19 +16,9 @@ namespace {
 using C = traces::OomCause;
 using fragscope::testing::MessageLines;
 using fragscope::testing::PrintsANegativeFigure;
+using fragscope::testing::DiagnoseText;
+using fragscope::testing::Mentions;
 
-MessageDiagnosis DiagnoseText(const std::string& text) {
-  const auto messages = traces::FindOomMessages(text);
-  EXPECT_EQ(messages.size(), 1u) << text;
-  return messages.empty() ? MessageDiagnosis{} : DiagnoseMessage(messages[0]);
-}
-
-bool Mentions(const std::vector<std::string>& lines, const std::string& needle) {
-  for (const auto& line : lines) {
-    if (line.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
 
 std::string Async(const std::string& c, const std::string& r, const std::string& l, const std::string& f) {
   return "Allocation on device 0 would exceed allowed memory. (out of memory)\n"

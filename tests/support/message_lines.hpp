@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "fragscope/analysis/message_diagnosis.hpp"
+#include "fragscope/traces/oom_message.hpp"
 
 namespace fragscope::testing {
 
@@ -28,6 +31,21 @@ inline bool PrintsANegativeFigure(const analysis::MessageDiagnosis& d) {
       const std::size_t next = at + kMinus.size();
       if (next < line.size() && line[next] >= '0' && line[next] <= '9') return true;
     }
+  }
+  return false;
+}
+
+// The diagnosis of the one message in `text` (a test failure if it holds none or several).
+inline analysis::MessageDiagnosis DiagnoseText(const std::string& text) {
+  const auto messages = traces::FindOomMessages(text);
+  EXPECT_EQ(messages.size(), 1u) << text;
+  return messages.empty() ? analysis::MessageDiagnosis{} : analysis::DiagnoseMessage(messages[0]);
+}
+
+// Whether any of `lines` contains `needle`.
+inline bool Mentions(const std::vector<std::string>& lines, const std::string& needle) {
+  for (const auto& line : lines) {
+    if (line.find(needle) != std::string::npos) return true;
   }
   return false;
 }
