@@ -34,6 +34,8 @@ TraceHeader StateHeader() {
   s.in_use = 568'350'976;
   s.limit = 568'351'129;
   s.largest_free = 0;
+  s.in_use_at_least = true;
+  s.free_at_least = 1'047'040;
   s.layout_complete = false;
   s.missing = "the chunk list was cut after 12 chunks";
   StateSummary t;
@@ -53,6 +55,10 @@ TEST(SourceFacts, SurviveFstAndJsonLines) {
   EXPECT_EQ(back.header, trace.header);
   EXPECT_EQ(back.header.source.states[0].requested, std::nullopt);  // absent stays absent
   EXPECT_EQ(back.header.source.states[0].largest_free, std::optional<std::uint64_t>(0));  // 0 is a number
+  EXPECT_TRUE(back.header.source.states[0].in_use_at_least);
+  EXPECT_EQ(back.header.source.states[0].free_at_least, std::optional<std::uint64_t>(1'047'040));
+  EXPECT_FALSE(back.header.source.states[1].in_use_at_least);
+  EXPECT_EQ(back.header.source.states[1].free_at_least, std::nullopt);
 
   std::ostringstream jsonl;
   WriteJsonl(trace, jsonl);

@@ -70,6 +70,8 @@ nlohmann::ordered_json SourceToJson(const SourceFacts& source) {
     put("limit", s.limit);
     put("max_in_use", s.max_in_use);
     put("largest_free", s.largest_free);
+    if (s.in_use_at_least) state["in_use_at_least"] = true;
+    put("free_at_least", s.free_at_least);
     state["layout_complete"] = s.layout_complete;
     if (!s.missing.empty()) state["missing"] = s.missing;
     out["states"].push_back(std::move(state));
@@ -120,7 +122,7 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
     constexpr const char* kAt = "header: source: state: ";
     CheckKeys(s, strict,
               {"device", "moment", "at_seq", "in_use", "requested", "reserved", "limit", "max_in_use", "largest_free",
-               "layout_complete", "missing"},
+               "in_use_at_least", "free_at_least", "layout_complete", "missing"},
               kAt);
     StateSummary state;
     state.device = static_cast<std::uint32_t>(GetUnsigned(s, "device", kAt, UINT32_MAX));
@@ -132,6 +134,11 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
     state.limit = GetOptional(s, "limit", kAt);
     state.max_in_use = GetOptional(s, "max_in_use", kAt);
     state.largest_free = GetOptional(s, "largest_free", kAt);
+    if (const auto it = s.find("in_use_at_least"); it != s.end() && !it->is_null()) {
+      if (!it->is_boolean()) throw std::runtime_error("header: source: state: \"in_use_at_least\" must be true or false");
+      state.in_use_at_least = it->get<bool>();
+    }
+    state.free_at_least = GetOptional(s, "free_at_least", kAt);
     if (const auto it = s.find("layout_complete"); it != s.end() && !it->is_null()) {
       if (!it->is_boolean()) throw std::runtime_error("header: source: state: \"layout_complete\" must be true or false");
       state.layout_complete = it->get<bool>();

@@ -58,7 +58,14 @@ struct StateSummary {
   std::optional<std::uint64_t> reserved;    // bytes the allocator held from the device
   std::optional<std::uint64_t> limit;       // the most it could hold
   std::optional<std::uint64_t> max_in_use;  // the peak in use the evidence remembers
-  std::optional<std::uint64_t> largest_free;
+  std::optional<std::uint64_t> largest_free;  // where the layout is incomplete: at least this
+  // Lower bounds where the evidence shows only part of a number. in_use_at_least: in_use is at
+  // least that (a pasted "Summary of in-use chunks by size" that may be cut). free_at_least: at
+  // least this many bytes inside the regions are free, counting the free chunks the evidence's
+  // summary lines show beyond its listed layout (TensorFlow's bin lines and Chunk State table);
+  // absent when only the layout gives free bytes.
+  bool in_use_at_least = false;
+  std::optional<std::uint64_t> free_at_least;
   bool layout_complete = true;              // the listed regions and chunks are all there were
   std::string missing;                      // what the evidence lacks, in words; empty if nothing
   bool operator==(const StateSummary&) const = default;
