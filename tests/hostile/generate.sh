@@ -59,6 +59,7 @@ tf_log 3 'I bfc_allocator.cc:1031] InUse at 0x7f0000000000 of size 9223372036854
 tf_log 3 'I bfc_allocator.cc:1031] InUse at 0x1234567890123456789 of size 768 next 1' >"$out/tf_pointer_19_digits.log"
 tf_log 2 'I bfc_allocator.cc:1011] Next region of size 18446744073709551615' >"$out/tf_region_2e64.log"
 tf_log 7 'Limit:                        -5' >"$out/tf_limit_negative.log"
+tf_log 7 'Limit:                        -5.00GiB' >"$out/tf_limit_human_negative.log"  # XLA 2026 prints Stats in units
 tf_log 11 'W op_kernel.cc:1763] OP_REQUIRES failed : Resource exhausted: OOM when allocating tensor with shape[-1,3] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc' >"$out/tf_shape_negative.log"
 
 # --- JSON Lines naming more devices than --max-devices (5 here)

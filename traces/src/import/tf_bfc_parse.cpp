@@ -28,8 +28,8 @@ constexpr std::string_view kNotFailure = "caller indicates that this is not a fa
 
 bool HasContent(const TfBfcDump& d) {
   return !d.chunks.empty() || !d.bins.empty() || !d.regions.empty() || d.stats.fields > 0 ||
-         !d.occupancy.empty() || d.total_region_allocated.has_value() || !d.errors.empty() ||
-         d.bin_for != 0;
+         !d.occupancy.empty() || d.total_region_allocated.has_value() || d.memory_limit.has_value() ||
+         !d.errors.empty() || d.bin_for != 0;
 }
 
 enum class Unit { kSize, kCount };
@@ -49,6 +49,18 @@ std::string NumberProblem(const ScannedNumber& n, Unit unit = Unit::kSize) {
       return {};
   }
   return {};
+}
+
+// A byte count as a dump line prints it: plain bytes ("40231108608"), or a human-readable size
+// ("89.77GiB", "153B": XLA 2026 prints its Stats block and pool line so), whose margin says how
+// near the truth it is.
+ScannedNumber ScanBytes(std::string_view& s) {
+  std::string_view human = s;
+  if (ScannedNumber n = ScanHumanBytes(human); n.kind != NumberKind::kNone) {
+    s = human;
+    return n;
+  }
+  return ScanUint(s);
 }
 
 // Bytes per element of a TensorFlow dtype name as the OOM line prints it ("float", "half", ...).
@@ -95,16 +107,9 @@ class Scanner {
       return;
     }
     if (StatsLine(text)) return;
-    if (auto p = text.find("total_region_allocated_bytes_:"); p != std::string_view::npos) {
-      std::string_view rest = text.substr(p + 30);
-      TfBfcDump& d = Open(false);
-      d.total_region_allocated = TakeSize(d, ScanUint(rest), "total_region_allocated_bytes_");
-      if (auto q = rest.find("memory_limit_:"); q != std::string_view::npos) {
-        rest.remove_prefix(q + 14);
-        d.memory_limit = TakeSize(d, ScanUint(rest), "memory_limit_");
-      }
-      return;
-    }
+    for (std::string_view key : {std::string_view("total_region_allocated_bytes_:"),
+                                 std::string_view("Total bytes in pool:"), std::string_view("Total size in pool:")})
+      if (auto p = text.find(key); p != std::string_view::npos) return PoolLine(text.substr(p + key.size()), key);
     if (auto p = text.find("OOM when allocating tensor with shape"); p != std::string_view::npos) {
       OomLineAfterFragment(text);
       return ShapeLine(text.substr(p + 37));
@@ -278,6 +283,31 @@ class Scanner {
     if (cur->allocator.empty()) cur->allocator = std::string(allocator);
   }
 
+  // "total_region_allocated_bytes_: N memory_limit_: L available bytes: A" and its later
+  // spellings (`key`, without the colon, names the first number in messages).
+  void PoolLine(std::string_view rest, std::string_view key) {
+    TfBfcDump& d = Open(false);
+    key.remove_suffix(1);
+    const ScannedNumber total = ScanBytes(rest);
+    d.total_region_allocated = TakeSize(d, total, key);
+    d.total_region_allocated_margin = total.margin;
+    d.pool_key = std::string(key);
+    if (auto q = rest.find("memory_limit_:"); q != std::string_view::npos) {
+      rest.remove_prefix(q + 14);
+      const ScannedNumber limit = ScanBytes(rest);
+      d.memory_limit = TakeSize(d, limit, "memory_limit_");
+      d.memory_limit_margin = limit.margin;
+    }
+    for (std::string_view available : {std::string_view("available bytes:"), std::string_view("available size:")}) {
+      if (auto q = rest.find(available); q != std::string_view::npos) {
+        std::string_view r = rest.substr(q + available.size());
+        // A cross-check only (memory_limit_ - the pool total): a number it cannot take is left out.
+        const ScannedNumber n = ScanBytes(r);
+        if (n.kind == NumberKind::kValue && n.margin == 0 && IsRepresentableSize(n.value)) d.available = n.value;
+      }
+    }
+  }
+
   bool ChunkLine(std::string_view text) {
     bool in_use = true;
     std::size_t p = text.find("InUse at ");
@@ -410,16 +440,21 @@ class Scanner {
       if (!StartsWith(t, key)) continue;
       std::string_view rest = t.substr(key.size());
       TfBfcDump& d = dumps_.back();
-      const auto value = TakeSize(d, ScanUint(rest),
-                                  fmt::format("Stats {}", key.substr(0, key.size() - 1)),
+      // Bytes, or (XLA 2026) a human-readable size, "89.77GiB"; NumAllocs is a count.
+      const ScannedNumber n = index == 3 ? ScanUint(rest) : ScanBytes(rest);
+      const auto value = TakeSize(d, n, fmt::format("Stats {}", key.substr(0, key.size() - 1)),
                                   index == 3 ? Unit::kCount : Unit::kSize);
       if (!value) return true;
       TfBfcStats& s = d.stats;
       std::optional<std::uint64_t>* fields[] = {&s.limit,    &s.in_use,        &s.max_in_use,
                                                 &s.num_allocs, &s.max_alloc_size, &s.reserved,
                                                 &s.peak_reserved, &s.largest_free_block};
+      std::uint64_t* margins[] = {&s.limit_margin,    &s.in_use_margin,   &s.max_in_use_margin,
+                                  nullptr,            &s.max_alloc_size_margin, &s.reserved_margin,
+                                  &s.peak_reserved_margin, &s.largest_free_block_margin};
       if (!fields[index]->has_value()) ++s.fields;
       *fields[index] = *value;
+      if (margins[index] != nullptr) *margins[index] = n.margin;
       return true;
     }
     if (!t.empty()) in_stats_ = false;

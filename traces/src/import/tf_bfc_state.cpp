@@ -224,18 +224,19 @@ void CheckStats(TfBfcDump& d, const Warner& warn) {
   if (chunks && ChunkListCut(d)) {
     if (s.in_use && *s.in_use < d.in_use)
       warn(d.line, fmt::format("Stats InUse is {} but the in-use chunks add up to {}", *s.in_use, d.in_use));
-    if (s.limit && d.memory_limit && *s.limit != *d.memory_limit)
+    if (s.limit && d.memory_limit && !Agrees(*s.limit, s.limit_margin + d.memory_limit_margin, *d.memory_limit))
       warn(d.line, fmt::format("Stats Limit is {} but memory_limit_ is {}", *s.limit, *d.memory_limit));
     return;
   }
   if (chunks && s.in_use && *s.in_use != d.in_use)
     warn(d.line, fmt::format("Stats InUse is {} but the in-use chunks add up to {}", *s.in_use, d.in_use));
-  if (s.limit && d.memory_limit && *s.limit != *d.memory_limit)
+  if (s.limit && d.memory_limit && !Agrees(*s.limit, s.limit_margin + d.memory_limit_margin, *d.memory_limit))
     warn(d.line, fmt::format("Stats Limit is {} but memory_limit_ is {}", *s.limit, *d.memory_limit));
-  if (chunks && d.total_region_allocated && *d.total_region_allocated != d.reserved)
-    warn(d.line, fmt::format("total_region_allocated_bytes_ is {} but the regions add up to {}",
-                             *d.total_region_allocated, d.reserved));
-  if (chunks && s.reserved && *s.reserved != 0 && *s.reserved != d.reserved)
+  if (chunks && d.total_region_allocated &&
+      !Agrees(*d.total_region_allocated, d.total_region_allocated_margin, d.reserved))
+    warn(d.line, fmt::format("{} is {} but the regions add up to {}", d.pool_key, *d.total_region_allocated,
+                             d.reserved));
+  if (chunks && s.reserved && *s.reserved != 0 && !Agrees(*s.reserved, s.reserved_margin, d.reserved))
     warn(d.line, fmt::format("Stats Reserved is {} but the regions add up to {}", *s.reserved, d.reserved));
   if (chunks && s.largest_free_block && *s.largest_free_block != d.largest_free) {
     if (*s.largest_free_block == 0)
@@ -275,7 +276,7 @@ void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
   if (s.in_use) counts += fmt::format("InUse {}", *s.in_use);
   if (printed > 0)
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ",
-                          s.reserved && *s.reserved > 0 ? "Reserved" : "total_region_allocated_bytes_", printed);
+                          s.reserved && *s.reserved > 0 ? "Reserved" : d.pool_key, printed);
   warn(d.line, fmt::format(
                    "the chunk list is incomplete: the chunks listed hold {} in use in {} of regions where the dump "
                    "counts {}; the OOM's numbers are the dump's own counts: in use {}, reserved {}{}, free in "
@@ -284,6 +285,72 @@ void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
                    reserved_bound ? " (at least: not printed)" : "", d.free_in_regions, d.largest_free,
                    s.largest_free_block && *s.largest_free_block > 0 ? " (Stats LargestFreeBlock)"
                                                                       : " (the largest listed: at least)"));
+}
+
+// XLA 2026 prints its Stats block in human-readable units ("Limit: 89.77GiB"): where the dump gives
+// the same number exactly elsewhere (memory_limit_ in bytes, total_region_allocated_bytes_, the
+// listed chunks), the exact one replaces it; what stays approximate is said in a warning.
+void PreferExactCounts(TfBfcDump& d, const Warner& warn) {
+  TfBfcStats& s = d.stats;
+  // The pool line: available = memory_limit_ - the pool total, printed in bytes even by XLA 2026
+  // ("available size: 153B"), gives one of the two exactly when the other is.
+  if (d.available && d.memory_limit && d.total_region_allocated) {
+    const std::uint64_t available = *d.available;
+    if (d.total_region_allocated_margin > 0 && d.memory_limit_margin == 0 && *d.memory_limit >= available &&
+        Agrees(*d.total_region_allocated, d.total_region_allocated_margin, *d.memory_limit - available)) {
+      d.total_region_allocated = *d.memory_limit - available;
+      d.total_region_allocated_margin = 0;
+    } else if (d.memory_limit_margin > 0 && d.total_region_allocated_margin == 0 &&
+               CheckedAdd(*d.total_region_allocated, available) &&
+               Agrees(*d.memory_limit, d.memory_limit_margin, *d.total_region_allocated + available)) {
+      d.memory_limit = *d.total_region_allocated + available;
+      d.memory_limit_margin = 0;
+    }
+  }
+  if (d.total_region_allocated && d.total_region_allocated_margin > 0 && !d.chunks.empty() &&
+      Agrees(*d.total_region_allocated, d.total_region_allocated_margin, d.reserved)) {
+    d.total_region_allocated = d.reserved;
+    d.total_region_allocated_margin = 0;
+  }
+  if (!s.approximate() && d.total_region_allocated_margin == 0 && d.memory_limit_margin == 0) return;
+  const bool chunks = !d.chunks.empty();
+  const auto exact = [](const std::optional<std::uint64_t>& value, std::uint64_t margin) {
+    return margin == 0 ? value : std::nullopt;
+  };
+  auto prefer = [](std::optional<std::uint64_t>& field, std::uint64_t& margin, std::optional<std::uint64_t> truth) {
+    if (field && margin > 0 && truth && Agrees(*field, margin, *truth)) {
+      field = *truth;
+      margin = 0;
+    }
+  };
+  prefer(s.limit, s.limit_margin, exact(d.memory_limit, d.memory_limit_margin));
+  if (s.reserved && *s.reserved > 0) {
+    prefer(s.reserved, s.reserved_margin, exact(d.total_region_allocated, d.total_region_allocated_margin));
+    if (chunks) prefer(s.reserved, s.reserved_margin, d.reserved);
+  }
+  // Both approximate, the same number printed twice: the Stats block's stands.
+  if (d.memory_limit_margin > 0 && s.limit && s.limit_margin == 0 &&
+      Agrees(*d.memory_limit, d.memory_limit_margin, *s.limit)) {
+    d.memory_limit = s.limit;
+    d.memory_limit_margin = 0;
+  }
+  // XLA 2026 prints the pool total and memory_limit_ rounded alike, but the bytes still available
+  // between them exactly ("available size: 153B"): the pool total is the limit less those.
+  if (d.total_region_allocated_margin > 0 && d.available && d.memory_limit && *d.memory_limit >= *d.available &&
+      Agrees(*d.total_region_allocated, d.total_region_allocated_margin + d.memory_limit_margin,
+             *d.memory_limit - *d.available)) {
+    d.total_region_allocated = *d.memory_limit - *d.available;
+    d.total_region_allocated_margin = std::min(d.total_region_allocated_margin, d.memory_limit_margin);
+  }
+  if (chunks) {
+    prefer(s.in_use, s.in_use_margin, d.in_use);
+    if (s.largest_free_block && *s.largest_free_block > 0 && d.largest_free > 0)
+      prefer(s.largest_free_block, s.largest_free_block_margin, d.largest_free);
+  }
+  if (const std::string fields = ApproximateCounts(d); !fields.empty())
+    warn(d.line, fmt::format("the dump prints sizes in human-readable units and nothing else in it gives them "
+                             "exactly: {} are known only to their printed digits",
+                             fields));
 }
 
 // Header-only dumps: what the Stats block and the occupancy bar tell.
@@ -330,7 +397,7 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
   std::vector<std::string> parts;
   if (d.has_header) parts.emplace_back(d.oom_from_tensor_line ? "the OOM line" : "the OOM header");
   if (s.fields > 0) parts.emplace_back("the Stats block");
-  if (d.total_region_allocated) parts.emplace_back("total_region_allocated_bytes_");
+  if (d.total_region_allocated) parts.emplace_back(d.pool_key);
   if (bar)
     parts.push_back(fmt::format("the occupancy bar ({} of {} cells in use, {} of them requested bytes; {} "
                                 "free, the longest free run {})",
@@ -348,6 +415,27 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
 }
 
 }  // namespace
+
+std::string ApproximateCounts(const TfBfcDump& d) {
+  const TfBfcStats& s = d.stats;
+  std::string out;
+  auto add = [&out](const char* name, const std::optional<std::uint64_t>& value, std::uint64_t margin) {
+    if (!value || margin == 0) return;
+    out += fmt::format("{}{} {} (give or take {} bytes)", out.empty() ? "" : ", ", name, *value, margin);
+  };
+  add("Limit", s.limit, s.limit_margin);
+  add("InUse", s.in_use, s.in_use_margin);
+  add("MaxInUse", s.max_in_use, s.max_in_use_margin);
+  add("MaxAllocSize", s.max_alloc_size, s.max_alloc_size_margin);
+  // A zero is 0 however it is printed ("0B").
+  if (s.reserved && *s.reserved > 0) add("Reserved", s.reserved, s.reserved_margin);
+  if (s.peak_reserved && *s.peak_reserved > 0) add("PeakReserved", s.peak_reserved, s.peak_reserved_margin);
+  if (s.largest_free_block && *s.largest_free_block > 0)
+    add("LargestFreeBlock", s.largest_free_block, s.largest_free_block_margin);
+  add(d.pool_key.c_str(), d.total_region_allocated, d.total_region_allocated_margin);
+  add("memory_limit_", d.memory_limit, d.memory_limit_margin);
+  return out;
+}
 
 void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   const Warner warn{d, name};
@@ -401,6 +489,7 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   d.listed_reserved = d.reserved;
   d.host_memory = TfHostAllocator(d.allocator);
 
+  PreferExactCounts(d, warn);
   if (d.stats.limit) d.limit = *d.stats.limit;
   else if (d.memory_limit) d.limit = *d.memory_limit;
   if (d.chunks.empty()) {

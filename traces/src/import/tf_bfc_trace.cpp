@@ -17,6 +17,7 @@
 
 #include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
+#include "tf_bfc_internal.hpp"
 #include "tf_text.hpp"
 #include "trace_builder.hpp"
 
@@ -112,6 +113,8 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
     missing.push_back(fmt::format("no reserved count: its regions hold at least {} (what is in use and the "
                                   "largest free block)", FormatBytes(d.reserved)));
   if (d.stats.fields == 0) missing.push_back("no Stats block");
+  if (const std::string fields = ApproximateCounts(d); !fields.empty())
+    missing.push_back(fmt::format("exact byte counts: it prints human-readable sizes ({})", fields));
   if (d.limit == 0) missing.push_back("no limit");
   if (d.stats.fields == 0 && !d.total_region_allocated)
     if (std::string bar = BarFractions(d.occupancy); !bar.empty()) missing.push_back(std::move(bar));

@@ -60,6 +60,9 @@ struct ScannedNumber {
   NumberKind kind = NumberKind::kNone;
   std::uint64_t value = 0;  // kValue only
   std::string_view text;    // the characters read ("-5", "12345678901234567890"), for messages
+  // A size printed with a unit ("89.77GiB"): half its last printed digit, in bytes, so the truth is
+  // within `margin` of `value`. 0 when the number is exact (plain bytes, "768B").
+  std::uint64_t margin = 0;
 };
 
 namespace detail {
@@ -110,8 +113,10 @@ inline ScannedNumber ScanHex(std::string_view& s) {
 }
 
 // A size as TensorFlow's HumanReadableNumBytes prints it ("286.00MiB", "768B", "10.2KiB", "0B"),
-// at the start of `s`; advances `s` past it. Exact for whole numbers; otherwise within the printed
-// precision. "-5.00MiB" is kNegative, "16.00EiB" (2^64) kTooLong.
+// at the start of `s`; advances `s` past it. Binary units (KiB ... EiB) are powers of 1024, decimal
+// ones (KB, MB, GB, TB, PB, EB) powers of 1000, as in fragscope's own size syntax. Exact for whole
+// numbers of bytes; otherwise within the printed precision, which `margin` gives. "-5.00MiB" is
+// kNegative, "16.00EiB" (2^64) kTooLong; digits without a unit are kNone (nothing is read).
 inline ScannedNumber ScanHumanBytes(std::string_view& s) {
   s = TrimLeft(s);
   ScannedNumber n;
@@ -120,6 +125,7 @@ inline ScannedNumber ScanHumanBytes(std::string_view& s) {
   std::uint64_t whole = 0;
   std::uint64_t frac = 0;
   std::uint64_t frac_scale = 1;
+  std::size_t decimals = 0;
   bool digits = false;
   bool too_long = false;
   while (i < s.size() && detail::IsDigit(s[i])) {
@@ -135,31 +141,39 @@ inline ScannedNumber ScanHumanBytes(std::string_view& s) {
         frac = frac * 10 + static_cast<std::uint64_t>(s[i] - '0');
         frac_scale *= 10;
       }
+      ++decimals;
       ++i;
       digits = true;
     }
   }
   if (!digits) return n;
-  static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  for (int u = 6; u >= 0; --u) {
-    const std::string_view unit = kUnits[u];
-    if (s.substr(i, unit.size()) != unit) continue;
-    const unsigned shift = 10U * static_cast<unsigned>(u);
-    n.text = s.substr(0, i + unit.size());
-    s.remove_prefix(i + unit.size());
+  struct Unit {
+    std::string_view name;
+    std::uint64_t scale;
+  };
+  static constexpr Unit kUnits[] = {
+      {"EiB", std::uint64_t{1} << 60}, {"PiB", std::uint64_t{1} << 50}, {"TiB", std::uint64_t{1} << 40},
+      {"GiB", std::uint64_t{1} << 30}, {"MiB", std::uint64_t{1} << 20}, {"KiB", std::uint64_t{1} << 10},
+      {"EB", 1000000000000000000ULL},  {"PB", 1000000000000000ULL},     {"TB", 1000000000000ULL},
+      {"GB", 1000000000ULL},           {"MB", 1000000ULL},              {"KB", 1000ULL},
+      {"kB", 1000ULL},                 {"B", 1}};
+  for (const Unit& unit : kUnits) {
+    if (s.substr(i, unit.name.size()) != unit.name) continue;
+    const std::uint64_t scale = unit.scale;
+    n.text = s.substr(0, i + unit.name.size());
+    s.remove_prefix(i + unit.name.size());
     if (negative) {
       n.kind = NumberKind::kNegative;
       return n;
     }
-    if (too_long || (shift > 0 && whole > (UINT64_MAX >> shift))) {
+    if (too_long || whole > UINT64_MAX / scale) {
       n.kind = NumberKind::kTooLong;
       return n;
     }
-    const std::uint64_t scale = std::uint64_t{1} << shift;
     // frac/frac_scale of `scale`, rounded to the nearest byte (at most `scale`, 2^60).
     const long double part = static_cast<long double>(frac) / static_cast<long double>(frac_scale) *
                              static_cast<long double>(scale);
-    const std::uint64_t whole_bytes = whole << shift;
+    const std::uint64_t whole_bytes = whole * scale;
     const auto part_bytes = static_cast<std::uint64_t>(part + 0.5L);
     if (part_bytes > UINT64_MAX - whole_bytes) {  // "15.9999999999EiB"
       n.kind = NumberKind::kTooLong;
@@ -167,6 +181,13 @@ inline ScannedNumber ScanHumanBytes(std::string_view& s) {
     }
     n.kind = NumberKind::kValue;
     n.value = whole_bytes + part_bytes;
+    // Half the last printed digit: "81.00GiB" is 81 GiB give or take 0.005 GiB. Bytes are exact
+    // ("768B"), and so is a whole number of bytes written with decimals ("768.0B").
+    if (scale > 1) {
+      std::uint64_t margin = scale;
+      for (std::size_t d = 0; d < decimals && margin > 0; ++d) margin /= 10;
+      n.margin = margin / 2;
+    }
     return n;
   }
   return n;

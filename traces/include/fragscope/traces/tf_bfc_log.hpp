@@ -48,10 +48,21 @@ struct TfBfcBin {
 };
 
 // The Stats block: 5 fields (TF 1.x) or 8 (TF 2.x adds Reserved, PeakReserved, LargestFreeBlock).
+// Plain bytes, or (XLA 2026) human-readable sizes ("Limit: 89.77GiB").
 struct TfBfcStats {
   std::optional<std::uint64_t> limit, in_use, max_in_use, num_allocs, max_alloc_size;
   std::optional<std::uint64_t> reserved, peak_reserved, largest_free_block;
   int fields = 0;
+  // A field printed in human-readable units is known to its printed digits only: the truth lies
+  // within this many bytes of it (half the last digit: 0.005 GiB for "81.00GiB"). 0 when exact.
+  // Where the dump gives the same number exactly elsewhere (memory_limit_ in bytes, the listed
+  // chunks) the exact one replaces it and its margin is 0.
+  std::uint64_t limit_margin = 0, in_use_margin = 0, max_in_use_margin = 0, max_alloc_size_margin = 0;
+  std::uint64_t reserved_margin = 0, peak_reserved_margin = 0, largest_free_block_margin = 0;
+  bool approximate() const {
+    return (limit_margin | in_use_margin | max_in_use_margin | max_alloc_size_margin | reserved_margin |
+            peak_reserved_margin | largest_free_block_margin) != 0;
+  }
 };
 
 // A number the dump cannot be read without that the reader cannot take (a chunk, region or
@@ -84,8 +95,16 @@ struct TfBfcDump {
   std::vector<TfBfcRegion> regions;  // sorted by address
   std::vector<TfBfcBin> bins;
   TfBfcStats stats;
-  std::optional<std::uint64_t> total_region_allocated;  // "total_region_allocated_bytes_: N"
-  std::optional<std::uint64_t> memory_limit;            // "memory_limit_: N"
+  // The pool line: "total_region_allocated_bytes_: N memory_limit_: L available bytes: A" (TF 1.15 -
+  // 2.12), "Total bytes in pool: N memory_limit_: L available bytes: A" (TF >= 2.13, XLA), "Total
+  // size in pool: 89.77GiB memory_limit_: 89.77GiB available size: 153B" (XLA 2026). N is the
+  // bytes in regions (reserved), A = L - N.
+  std::optional<std::uint64_t> total_region_allocated;
+  std::optional<std::uint64_t> memory_limit;
+  std::optional<std::uint64_t> available;
+  // Where the pool line prints human-readable sizes: within this many bytes of the truth (0: exact).
+  std::uint64_t total_region_allocated_margin = 0, memory_limit_margin = 0;
+  std::string pool_key;              // how the line names N: "total_region_allocated_bytes_", ...
   std::string occupancy;             // the 100-character bar ('_' free, '*' in use, 'x' padding)
   std::vector<std::string> warnings; // "name:LINE: ..." every disagreement and every gap
   std::vector<TfBfcError> errors;    // what the reader could not take; the line is left out
