@@ -1,6 +1,7 @@
 // `fragscope report` of a state — one moment of memory (a PyTorch snapshot without trace events, a
 // TensorFlow dump): the evidence's own numbers, what its layout shows, and what it lacks, in the
 // source framework's words. Nothing that needs time (DESIGN.md, "Evidence kinds").
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -39,12 +40,15 @@ void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& 
              s.moment.empty() ? "one moment" : s.moment);
   // A cut chunk list gives lower bounds only: the listed in-use chunks and the listed regions.
   const bool cut = !s.layout_complete && (s.regions > 0 || s.chunks > 0);
-  const std::string in_use = cut && !s.in_use_from_summary && s.in_use ? "at least " + FormatBytes(*s.in_use)
-                                                                        : Optional(s.in_use);
-  const std::string reserved = !s.reserved && cut && s.layout_reserved > 0 ? "at least " + FormatBytes(s.layout_reserved)
-                                                                           : Optional(s.reserved);
+  const bool in_use_bound = s.in_use && (s.in_use_at_least || (cut && !s.in_use_from_summary));
+  const std::string in_use = in_use_bound ? "at least " + FormatBytes(*s.in_use) : Optional(s.in_use);
+  // Regions hold at least what is listed, and what is in use and free besides.
+  std::uint64_t reserved_bound = cut ? s.layout_reserved : 0;
+  if (s.free_at_least) reserved_bound = std::max(reserved_bound, s.in_use.value_or(0) + *s.free_at_least);
+  const std::string reserved = !s.reserved && reserved_bound > 0 ? "at least " + FormatBytes(reserved_bound)
+                                                                 : Optional(s.reserved);
   std::string numbers = fmt::format("  in use {}{}, reserved {}{}, limit {}", in_use,
-                                    s.in_use_from_summary ? " (its own count)" : "", reserved,
+                                    s.in_use_from_summary && !s.in_use_at_least ? " (its own count)" : "", reserved,
                                     s.reserved_from_summary ? " (its own count)" : "", Optional(s.limit));
   if (s.max_in_use) numbers += fmt::format(", most ever in use {}", FormatBytes(*s.max_in_use));
   fmt::print("{}\n", numbers);
@@ -90,6 +94,12 @@ void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& 
                  FormatBytes(s.free_page_bytes), Count(s.free_pages, "free whole page"), PageSizes(s), region);
     }
   }
+  if (s.free_at_least) {
+    fmt::print("  free at least {} inside its {}s (with the free chunks its own summary lines show beyond the "
+               "listed layout){}\n",
+               FormatBytes(*s.free_at_least), region,
+               s.largest_free ? fmt::format(", the largest at least {}", FormatBytes(*s.largest_free)) : std::string());
+  }
   if (!s.missing.empty()) {
     fmt::print("  incomplete: {}{}\n", s.missing,
                s.in_use_from_summary && !s.layout_complete ? "; its own counts are taken as the truth" : "");
@@ -112,6 +122,8 @@ nlohmann::json StateJson(const analysis::StateFindings& s) {
                         {"limit", optional(s.limit)},
                         {"max_in_use", optional(s.max_in_use)},
                         {"largest_free", optional(s.largest_free)},
+                        {"in_use_at_least", s.in_use_at_least},
+                        {"free_at_least", optional(s.free_at_least)},
                         {"regions", s.regions},
                         {"chunks", s.chunks},
                         {"free_in_regions", s.free_in_regions},

@@ -192,6 +192,43 @@ TEST_F(StateReport, ACutChunkListGivesLowerBoundsAndNoFreeHoles) {
   EXPECT_EQ(r.out.find("free hole"), std::string::npos) << r.out;
 }
 
+// A TF 1.6 fragment whose bin lines and Chunk State table show two free chunks (1.50 and 2.50 MiB)
+// that its three listed chunks do not hold: at least that much is free, the largest at least the
+// single one the table names, and the layout is incomplete.
+TEST_F(StateReport, FreeChunksOnlyTheBinLinesShowAreFreeAtLeast) {
+  const std::string log = Path("tf16.log");
+  std::ofstream(log) << "I bfc_allocator.cc:630] Bin (1048576): \tTotal Chunks: 2, Chunks in use: 1. 2.75MiB allocated "
+                        "for chunks. 1.25MiB in use in bin. 1.25MiB client-requested in use in bin.\n"
+                        "I bfc_allocator.cc:630] Bin (2097152): \tTotal Chunks: 1, Chunks in use: 0. 2.50MiB allocated "
+                        "for chunks. 0B in use in bin. 0B client-requested in use in bin.\n"
+                        "I bfc_allocator.cc:646] Bin for 3.50MiB was 2.00MiB, Chunk State: \n"
+                        "I bfc_allocator.cc:652]   Size: 2.50MiB | Requested Size: 1.0KiB | in_use: 0, prev:   Size: "
+                        "256B | Requested Size: 4B | in_use: 1\n"
+                        "I bfc_allocator.cc:665] Chunk at 0x10000000000 of size 1310720\n"
+                        "I bfc_allocator.cc:665] Chunk at 0x10000140000 of size 256\n";
+  const CliResult text = Run({"report", log});
+  ASSERT_EQ(text.code, 1) << text.err;  // "Bin for": TF dumps only at an OOM
+  EXPECT_NE(text.out.find("in use at least 1.25 MiB, reserved at least 5.25 MiB, limit unknown"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("free at least 4.00 MiB inside its regions (with the free chunks its own summary lines "
+                          "show beyond the listed layout), the largest at least 2.50 MiB"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("its bin lines and Chunk State table show 2 free chunks of about 4.00 MiB that the chunk "
+                          "list lacks"),
+            std::string::npos)
+      << text.out;
+  const CliResult json = Run({"report", log, "--json"});
+  ASSERT_EQ(json.code, 1) << json.err;
+  const auto device = nlohmann::json::parse(json.out)["devices"][0];
+  EXPECT_FALSE(device["layout_complete"].get<bool>());
+  EXPECT_EQ(device["free_at_least"], 4194304);
+  EXPECT_EQ(device["largest_free"], 2621440);
+  const auto& oom = device["ooms"][0];
+  EXPECT_EQ(oom["largest_free"], 2621440);
+  EXPECT_EQ(oom["free_in_regions"], 4194304);
+}
+
 TEST_F(StateReport, ReplayCompareAndMinLimitRefuseAStateUnlessAskedToAssumeAnOrder) {
   const std::string dump = Fixture("two_dumps_two_devices.log");
   for (const std::vector<std::string>& args :

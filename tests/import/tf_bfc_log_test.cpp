@@ -260,14 +260,23 @@ TEST(TfBfcLog, CauseRules) {
 
 TEST(TfBfcLog, DisagreementsBecomeWarnings) {
   std::string text = Tf2Dump("GPU_0_bfc", 1049088, 1048576, "999");
-  // One more in-use chunk claimed by the 256 B bin.
+  // The 256 B bin counts one chunk fewer than the list holds in its size class: they disagree.
   const std::string from = "Bin (256): \tTotal Chunks: 2, Chunks in use: 1.";
-  text.replace(text.find(from), from.size(), "Bin (256): \tTotal Chunks: 3, Chunks in use: 2.");
-  const auto dumps = ParseTfBfcLog(text, "bad.log");
+  std::string fewer = text;
+  fewer.replace(fewer.find(from), from.size(), "Bin (256): \tTotal Chunks: 1, Chunks in use: 1.");
+  const auto dumps = ParseTfBfcLog(fewer, "bad.log");
   ASSERT_EQ(dumps.size(), 1u);
   EXPECT_TRUE(HasWarning(dumps[0].warnings, "Stats InUse is 999 but the in-use chunks add up to 524544"));
   EXPECT_TRUE(HasWarning(dumps[0].warnings, "bin 256 (line"));
   EXPECT_TRUE(HasWarning(dumps[0].warnings, "bad.log:"));
+  // One more in-use chunk than listed: a chunk the list lacks (tf_unlisted_test.cpp), not a disagreement.
+  std::string more = text;
+  more.replace(more.find(from), from.size(), "Bin (256): \tTotal Chunks: 3, Chunks in use: 2.");
+  const auto cut = ParseTfBfcLog(more, "cut.log");
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_FALSE(HasWarning(cut[0].warnings, "bin 256 (line"));
+  EXPECT_TRUE(HasWarning(cut[0].warnings, "1 in-use chunk(s) of 256 bytes that the chunk list lacks"));
+  EXPECT_EQ(cut[0].unlisted_in_use_chunks, 1u);
 }
 
 TEST(TfBfcLog, SeveralDumpsReplaceTheState) {

@@ -79,6 +79,8 @@ std::vector<StateFindings> FindStates(const TimelineModel& model, const std::vec
     const bool has_layout = f.regions > 0 || f.chunks > 0;
     f.in_use_from_summary = summary.in_use.has_value();
     f.in_use = summary.in_use ? summary.in_use : has_layout ? std::optional(f.layout_in_use) : std::nullopt;
+    f.in_use_at_least = summary.in_use_at_least;
+    f.free_at_least = summary.free_at_least;
     f.reserved_from_summary = summary.reserved.has_value();
     // The listed regions stand for reserved only when the listing is whole: a cut dump whose own
     // counters give no reserved figure leaves it unknown (its listed regions may hold less than

@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "fragscope/traces/tf_bfc_log.hpp"
 
@@ -16,9 +19,30 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name);
 // take 5368709 bytes), InUse ..."; "" when none.
 std::string ApproximateCounts(const TfBfcDump& d);
 
+// A dump's warnings ("name:LINE: ...") and errors, as the state is built.
+struct Warner {
+  TfBfcDump& d;
+  const std::string& name;
+  void operator()(std::size_t line, const std::string& message) const {
+    d.warnings.push_back(fmt::format("{}:{}: {}", name, line, message));
+  }
+  // What makes the state meaningless (ReadTfBfcLog refuses the log).
+  void Error(std::size_t line, std::string message) const { d.errors.push_back({line, std::move(message)}); }
+};
+
+// TensorFlow's BinNumForSize: 21 bins, 256 B << index, the last one open-ended.
+std::uint64_t TfBinSize(std::uint64_t bytes);
+
 // Whether a figure known to within `margin` bytes (a human-readable size) agrees with an exact one.
 inline bool Agrees(std::uint64_t approximate, std::uint64_t margin, std::uint64_t exact) {
   return (approximate > exact ? approximate - exact : exact - approximate) <= margin;
 }
+
+// tf_bfc_bins.cpp. Each bin line against the chunks of its size class: a warning where a bin
+// counts fewer chunks than the list holds, or other bytes for as many chunks.
+void CheckBins(TfBfcDump& d, const Warner& warn);
+// The chunks the bin lines and the Chunk State table count beyond the chunk list (TfBfcDump's
+// unlisted_* and listed_free); after the regions are built and the listed totals added up.
+void CountUnlistedChunks(TfBfcDump& d, const Warner& warn);
 
 }  // namespace fragscope::traces

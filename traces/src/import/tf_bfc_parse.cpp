@@ -88,6 +88,7 @@ class Scanner {
       return OomAfterDump(text, text.substr(p + kOomAfterDump.size()));
     if (auto p = text.find("Bin for "); p != std::string_view::npos && text.find(" was ", p) != std::string_view::npos)
       return BinFor(text.substr(p + 8));
+    if (ChunkStateLine(text)) return;
     if (auto p = text.find("BFCAllocator dump for "); p != std::string_view::npos)
       return DumpFor(Trim(text.substr(p + 22)));
     if (text.find("allocation summary follows") != std::string_view::npos) return;
@@ -227,6 +228,35 @@ class Scanner {
     if (d.bin_for != 0) return;
     d.bin_for = size.value;
     d.bin_for_line = line_;
+    if (auto p = rest.find(" was "); p != std::string_view::npos) {
+      std::string_view r = rest.substr(p + 5);
+      if (const ScannedNumber bin = ScanHumanBytes(r); bin.kind == NumberKind::kValue && IsRepresentableSize(bin.value))
+        d.bin_for_bin = bin.value;
+    }
+  }
+
+  // A line of the "Chunk State:" table after "Bin for": "Size: 6.09GiB | Requested Size: 781.2KiB |
+  // in_use: 0[ | bin_num: 20], prev: Size: ... , next: ...": a free chunk of the bin TF searched
+  // (its neighbours follow ", prev:" and ", next:"). Only right after "Bin for", before any chunk.
+  bool ChunkStateLine(std::string_view text) {
+    const std::size_t p = text.find("Size: ");
+    if (p == std::string_view::npos || (p > 0 && text[p - 1] != ' ' && text[p - 1] != ']' && text[p - 1] != '\t'))
+      return false;
+    std::string_view entry = text.substr(p);
+    entry = entry.substr(0, entry.find(", prev:"));
+    entry = entry.substr(0, entry.find(", next:"));
+    const std::size_t flag = entry.find("in_use: ");
+    TfBfcDump* d = Current();
+    if (flag == std::string_view::npos || d == nullptr || d->bin_for == 0 || !d->chunks.empty() ||
+        !d->regions.empty() || complete_)
+      return false;
+    std::string_view r = entry.substr(6);
+    const ScannedNumber size = ScanHumanBytes(r);
+    // A chunk in use (never in this table) or a size that cannot be taken: a cross-check left out.
+    if (size.kind == NumberKind::kValue && IsRepresentableSize(size.value) && size.value > 0 &&
+        StartsWith(entry.substr(flag + 8), "0"))
+      d->chunk_state.push_back({size.value, size.margin, line_});
+    return true;
   }
 
   // The request a header (or TF 0.x's line after the dump) prints after "trying to allocate ".
@@ -402,12 +432,28 @@ class Scanner {
       count("Chunks in use", bin.chunks_in_use);
       if (StartsWith(rest, ".")) rest.remove_prefix(1);
       const ScannedNumber bytes = ScanHumanBytes(rest);
-      if (bytes.kind == NumberKind::kValue && IsRepresentableSize(bytes.value))
+      if (bytes.kind == NumberKind::kValue && IsRepresentableSize(bytes.value)) {
         bin.bytes_in_bin = bytes.value;
-      else if (bytes.kind != NumberKind::kNone && problem.empty())
+        bin.bytes_margin = bytes.margin;
+      } else if (bytes.kind != NumberKind::kNone && problem.empty()) {
         problem = fmt::format("bytes allocated for chunks: {}",
                               bytes.kind == NumberKind::kValue ? OversizeMessage(bytes.value)
                                                                : NumberProblem(bytes));
+      }
+      // "... allocated for chunks. [N client-requested for chunks.] M in use in bin. ..."
+      for (int field = 0; field < 3; ++field) {
+        const std::size_t dot = rest.find('.');
+        if (dot == std::string_view::npos) break;
+        rest.remove_prefix(dot + 1);
+        const ScannedNumber n = ScanHumanBytes(rest);
+        if (n.kind == NumberKind::kNone) break;
+        if (!StartsWith(TrimLeft(rest), "in use in bin")) continue;
+        if (n.kind == NumberKind::kValue && IsRepresentableSize(n.value)) {
+          bin.bytes_in_use = n.value;
+          bin.in_use_margin = n.margin;
+        }
+        break;
+      }
     }
     TfBfcDump& d = Open(false);
     if (!problem.empty()) {

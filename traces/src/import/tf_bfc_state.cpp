@@ -19,29 +19,6 @@ namespace {
 
 std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) { return CheckedAdd(a, b).value_or(UINT64_MAX); }
 
-// TensorFlow's BinNumForSize: 21 bins, 256 B << index, the last one open-ended.
-std::uint64_t TfBinSize(std::uint64_t bytes) {
-  std::uint64_t v = std::max<std::uint64_t>(bytes, 256) >> 8;
-  int index = 0;
-  while (v > 1 && index < 20) {
-    v >>= 1;
-    ++index;
-  }
-  return std::uint64_t{256} << index;
-}
-
-struct Warner {
-  TfBfcDump& d;
-  const std::string& name;
-  void operator()(std::size_t line, const std::string& message) const {
-    d.warnings.push_back(fmt::format("{}:{}: {}", name, line, message));
-  }
-  // What makes the state meaningless (ReadTfBfcLog refuses the log).
-  void Error(std::size_t line, std::string message) const {
-    d.errors.push_back({line, std::move(message)});
-  }
-};
-
 // A region that a trace can hold: at most kMaxBytes, ending inside the 64-bit address space; else
 // an error at `line` and false (the region is left out).
 bool RegionFits(const TfBfcRegion& r, std::size_t line, const char* what, const Warner& warn) {
@@ -166,45 +143,6 @@ void BuildRegions(TfBfcDump& d, const Warner& warn) {
                  "regions that happen to touch read as one)");
 }
 
-// Each bin line against the chunks that fall into its size class.
-void CheckBins(TfBfcDump& d, const Warner& warn) {
-  if (d.bins.empty() || d.chunks.empty()) return;
-  struct Count { std::uint64_t total = 0, in_use = 0, bytes = 0, free_bytes = 0; };
-  std::map<std::uint64_t, Count> counted;
-  for (const TfBfcChunk& c : d.chunks) {
-    Count& n = counted[TfBinSize(c.size)];
-    ++n.total;
-    n.bytes += c.size;
-    if (c.in_use) ++n.in_use;
-    else n.free_bytes += c.size;
-  }
-  // TF 1.x bin lines count free chunks only (in-use chunks leave their bin).
-  bool bins_count_in_use = d.in_use_chunks == 0;
-  for (const TfBfcBin& b : d.bins) bins_count_in_use = bins_count_in_use || b.chunks_in_use > 0;
-  std::vector<std::string> mismatches;
-  for (const TfBfcBin& b : d.bins) {
-    const Count n = counted[b.bin_size];
-    const std::uint64_t listed_free = b.total_chunks >= b.chunks_in_use ? b.total_chunks - b.chunks_in_use : 0;
-    const std::uint64_t counted_total = bins_count_in_use ? n.total : n.total - n.in_use;
-    const std::uint64_t counted_bytes = bins_count_in_use ? n.bytes : n.free_bytes;
-    const std::uint64_t diff = b.bytes_in_bin > counted_bytes ? b.bytes_in_bin - counted_bytes
-                                                              : counted_bytes - b.bytes_in_bin;
-    if (b.total_chunks != counted_total || listed_free != n.total - n.in_use ||
-        (bins_count_in_use && b.chunks_in_use != n.in_use) || diff > counted_bytes / 100 + 64)
-      mismatches.push_back(fmt::format("bin {} (line {}) says {} chunks, {} in use, {} B; the chunk "
-                                       "list has {}, {} in use, {} B", b.bin_size, b.line,
-                                       b.total_chunks, b.chunks_in_use, b.bytes_in_bin, counted_total,
-                                       bins_count_in_use ? n.in_use : 0, counted_bytes));
-  }
-  if (!mismatches.empty()) {
-    std::string text = fmt::format("{} bin line(s) disagree with the chunks: {}", mismatches.size(),
-                                   mismatches.front());
-    if (mismatches.size() > 1) text += fmt::format("; {}", mismatches[1]);
-    if (mismatches.size() > 2) text += "; ...";
-    warn(d.bins.front().line, text);
-  }
-}
-
 // The bytes in regions that the dump itself counts (Stats Reserved when TF printed it non-zero,
 // else total_region_allocated_bytes_), or 0 when it prints neither.
 std::uint64_t PrintedReserved(const TfBfcDump& d) {
@@ -212,9 +150,11 @@ std::uint64_t PrintedReserved(const TfBfcDump& d) {
   return d.total_region_allocated.value_or(0);
 }
 
-// Whether the listed chunks hold less than the Stats block counts: the chunk list was cut.
+// Whether the listed chunks hold less than the Stats block counts, or fewer chunks than the bin
+// lines and the Chunk State table show: the chunk list was cut.
 bool ChunkListCut(const TfBfcDump& d) {
-  return (d.stats.in_use && *d.stats.in_use > d.in_use) || PrintedReserved(d) > d.reserved;
+  return (d.stats.in_use && *d.stats.in_use > d.in_use) || PrintedReserved(d) > d.reserved ||
+         d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0;
 }
 
 void CheckStats(TfBfcDump& d, const Warner& warn) {
@@ -256,17 +196,19 @@ void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
   if (!ChunkListCut(d)) return;
   const TfBfcStats& s = d.stats;
   d.from_stats = true;
-  std::uint64_t listed_free = 0;
-  for (const TfBfcChunk& c : d.chunks)
-    if (!c.in_use) listed_free += c.size;
-  const std::uint64_t in_use = s.in_use ? std::max(*s.in_use, d.in_use) : d.in_use;
+  // The chunks the bin lines count beyond the list are in use or free at least as they print them.
+  const std::uint64_t in_use =
+      s.in_use ? std::max(*s.in_use, d.in_use) : SaturatingAdd(d.in_use, d.unlisted_in_use_bytes);
+  const std::uint64_t free_at_least = SaturatingAdd(d.listed_free, d.unlisted_free_bytes);
   const std::uint64_t printed = PrintedReserved(d);
-  std::uint64_t largest = s.largest_free_block && *s.largest_free_block > 0 ? *s.largest_free_block : d.largest_free;
+  const bool stats_largest = s.largest_free_block && *s.largest_free_block > 0;
+  std::uint64_t largest = stats_largest ? *s.largest_free_block : std::max(d.largest_free, d.unlisted_largest_free);
   std::uint64_t reserved = std::max(printed, d.reserved);
-  // Without a printed reserved count the regions hold at least what is in use and the free chunks listed.
-  const std::uint64_t at_least = SaturatingAdd(in_use, std::max(listed_free, largest));
+  // Without a printed reserved count the regions hold at least what is in use and the free chunks shown.
+  const std::uint64_t at_least = SaturatingAdd(in_use, std::max(free_at_least, largest));
   const bool reserved_bound = reserved < at_least;
   if (reserved_bound) reserved = at_least;
+  const bool largest_unlisted = !stats_largest && d.unlisted_largest_free > d.largest_free;
   d.live_requested = SaturatingAdd(d.live_requested, in_use - d.in_use);
   d.in_use = in_use;
   d.reserved = reserved;
@@ -277,14 +219,19 @@ void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
   if (printed > 0)
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ",
                           s.reserved && *s.reserved > 0 ? "Reserved" : d.pool_key, printed);
+  if (d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0)
+    counts += fmt::format("{}{} more chunks in its bin lines", counts.empty() ? "" : ", ",
+                          d.unlisted_free_chunks + d.unlisted_in_use_chunks);
   warn(d.line, fmt::format(
                    "the chunk list is incomplete: the chunks listed hold {} in use in {} of regions where the dump "
-                   "counts {}; the OOM's numbers are the dump's own counts: in use {}, reserved {}{}, free in "
+                   "counts {}; the OOM's numbers are the dump's own counts: in use {}{}, reserved {}{}, free in "
                    "regions {}, largest free {}{}",
-                   d.listed_in_use, d.listed_reserved, counts, d.in_use, d.reserved,
+                   d.listed_in_use, d.listed_reserved, counts, d.in_use,
+                   !s.in_use && d.unlisted_in_use_chunks > 0 ? " (at least)" : "", d.reserved,
                    reserved_bound ? " (at least: not printed)" : "", d.free_in_regions, d.largest_free,
-                   s.largest_free_block && *s.largest_free_block > 0 ? " (Stats LargestFreeBlock)"
-                                                                      : " (the largest listed: at least)"));
+                   stats_largest                          ? " (Stats LargestFreeBlock)"
+                   : largest_unlisted ? " (the largest the bin lines or the Chunk State table show: at least)"
+                                                          : " (the largest listed: at least)"));
 }
 
 // XLA 2026 prints its Stats block in human-readable units ("Limit: 89.77GiB"): where the dump gives
@@ -376,6 +323,7 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
   else if (bar && d.reserved > 0)
     d.in_use = static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
                                           static_cast<long double>(star + pad) / static_cast<long double>(cells));
+  else d.in_use = d.unlisted_in_use_bytes;  // what the bin lines count, at least
   d.live_requested = bar && d.reserved > 0
                          ? static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
                                                       static_cast<long double>(star) / static_cast<long double>(cells))
@@ -386,9 +334,12 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
                                                 static_cast<long double>(longest_free) / static_cast<long double>(cells));
   // Stats LargestFreeBlock, where TF printed it (non-zero), is exact: it wins over the bar.
   if (s.largest_free_block && *s.largest_free_block > 0) d.largest_free = *s.largest_free_block;
-  // The regions hold at least what is in use and the largest free block (ClassifyOom's invariant):
-  // without a printed reserved count that is all that is known of them.
-  if (const std::uint64_t at_least = SaturatingAdd(d.in_use, d.largest_free); d.reserved < at_least && at_least > 0) {
+  else d.largest_free = std::max(d.largest_free, d.unlisted_largest_free);
+  // The regions hold at least what is in use and the largest free block (ClassifyOom's invariant),
+  // and the free chunks the bin lines count: without a printed reserved count that is all that is
+  // known of them.
+  if (const std::uint64_t at_least = SaturatingAdd(d.in_use, std::max(d.largest_free, d.unlisted_free_bytes));
+      d.reserved < at_least && at_least > 0) {
     d.reserved = at_least;
     warn(d.line, fmt::format("reserved bytes not printed: taken as at least the bytes in use{} ({})",
                              d.largest_free > 0 ? " and the largest free block" : "", d.reserved));
@@ -398,6 +349,8 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
   if (d.has_header) parts.emplace_back(d.oom_from_tensor_line ? "the OOM line" : "the OOM header");
   if (s.fields > 0) parts.emplace_back("the Stats block");
   if (d.total_region_allocated) parts.emplace_back(d.pool_key);
+  if (!d.bins.empty()) parts.emplace_back("the bin lines");
+  if (!d.chunk_state.empty()) parts.emplace_back("the Chunk State table");
   if (bar)
     parts.push_back(fmt::format("the occupancy bar ({} of {} cells in use, {} of them requested bytes; {} "
                                 "free, the longest free run {})",
@@ -490,6 +443,7 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   d.host_memory = TfHostAllocator(d.allocator);
 
   PreferExactCounts(d, warn);
+  CountUnlistedChunks(d, warn);
   if (d.stats.limit) d.limit = *d.stats.limit;
   else if (d.memory_limit) d.limit = *d.memory_limit;
   if (d.chunks.empty()) {

@@ -83,6 +83,13 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
   if (d.limit != 0) s.limit = d.limit;
   s.max_in_use = d.stats.max_in_use;
   if (d.stats.largest_free_block && *d.stats.largest_free_block > 0) s.largest_free = d.stats.largest_free_block;
+  // Without Stats InUse, the chunks the bin lines count beyond the list are in use at least so.
+  if (!s.in_use && d.unlisted_in_use_chunks > 0) {
+    s.in_use = d.in_use;
+    s.in_use_at_least = true;
+  }
+  const bool unlisted = d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0;
+  if (d.unlisted_free_chunks > 0) s.free_at_least = d.listed_free + d.unlisted_free_bytes;
   std::uint64_t listed = 0, covered = 0;
   for (const TfBfcRegion& r : d.regions) {
     listed += r.size;
@@ -109,9 +116,24 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
                                     FormatBytes(d.listed_reserved), FormatBytes(printed_reserved)));
     }
   }
+  if (unlisted) {
+    const char* about = d.unlisted_margin > 0 ? "about " : "";
+    std::string what;
+    if (d.unlisted_free_chunks > 0)
+      what = fmt::format("{} free chunk{} of {}{}", d.unlisted_free_chunks, d.unlisted_free_chunks == 1 ? "" : "s",
+                         about, FormatBytes(d.unlisted_free_bytes));
+    if (d.unlisted_in_use_chunks > 0)
+      what += fmt::format("{}{} in-use chunk{} of {}{}", what.empty() ? "" : " and ", d.unlisted_in_use_chunks,
+                          d.unlisted_in_use_chunks == 1 ? "" : "s", about, FormatBytes(d.unlisted_in_use_bytes));
+    missing.push_back(fmt::format("{} show {} that the chunk list lacks",
+                                  d.bins.empty()          ? "its Chunk State table"
+                                  : d.chunk_state.empty() ? "its bin lines"
+                                                          : "its bin lines and Chunk State table",
+                                  what));
+  }
   if (d.from_stats && !s.reserved)
     missing.push_back(fmt::format("no reserved count: its regions hold at least {} (what is in use and the "
-                                  "largest free block)", FormatBytes(d.reserved)));
+                                  "free chunks it shows)", FormatBytes(d.reserved)));
   if (d.stats.fields == 0) missing.push_back("no Stats block");
   if (const std::string fields = ApproximateCounts(d); !fields.empty())
     missing.push_back(fmt::format("exact byte counts: it prints human-readable sizes ({})", fields));
@@ -120,7 +142,15 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
     if (std::string bar = BarFractions(d.occupancy); !bar.empty()) missing.push_back(std::move(bar));
   s.layout_complete = (!d.regions.empty() || !d.chunks.empty()) && covered >= listed &&
                       (!d.stats.in_use || *d.stats.in_use == d.listed_in_use) &&
-                      printed_reserved <= d.listed_reserved;
+                      printed_reserved <= d.listed_reserved && !unlisted;
+  // An incomplete layout's holes are not known to be free: the largest free chunk it shows (listed,
+  // or in the bin lines and the Chunk State table) is a lower bound.
+  if (!s.layout_complete && !s.largest_free) {
+    std::uint64_t largest = d.unlisted_largest_free;
+    for (const TfBfcChunk& c : d.chunks)
+      if (!c.in_use) largest = std::max(largest, c.size);
+    if (largest > 0) s.largest_free = largest;
+  }
   for (std::size_t i = 0; i < missing.size(); ++i) s.missing += (i == 0 ? "" : "; ") + missing[i];
   return s;
 }

@@ -39,11 +39,24 @@ struct TfBfcRegion {
 };
 
 // One "Bin (N): Total Chunks: ..." line. Byte counts are printed human-readable (2 decimals).
+// TF <= 1.2 counts the free chunks only (every line says "Chunks in use: 0" and "0B in use in
+// bin"); later versions every chunk of the bin's size class.
 struct TfBfcBin {
   std::uint64_t bin_size = 0;
   std::uint64_t total_chunks = 0;
   std::uint64_t chunks_in_use = 0;
-  std::uint64_t bytes_in_bin = 0;      // approximate
+  std::uint64_t bytes_in_bin = 0;      // "X allocated for chunks": approximate
+  std::uint64_t bytes_in_use = 0;      // "Y in use in bin": approximate
+  std::uint64_t bytes_margin = 0;      // the two are within these many bytes of the truth
+  std::uint64_t in_use_margin = 0;
+  std::size_t line = 0;
+};
+
+// A free chunk of the "Chunk State:" table TF prints after "Bin for N was M" (the free chunks of
+// the bin it searched), size as printed ("Size: 6.09GiB | Requested Size: ... | in_use: 0").
+struct TfBfcStateChunk {
+  std::uint64_t size = 0;
+  std::uint64_t margin = 0;            // the size is within this many bytes of the truth
   std::size_t line = 0;
 };
 
@@ -84,7 +97,9 @@ struct TfBfcDump {
   // The OOM came from the "OOM when allocating tensor" line after a fragment, not from a header.
   bool oom_from_tensor_line = false;
   std::uint64_t bin_for = 0;         // "Bin for 8.49GiB was 256.00MiB": the first size (0: none)
+  std::uint64_t bin_for_bin = 0;     // and the second: the bin the Chunk State table lists
   std::size_t bin_for_line = 0;
+  std::vector<TfBfcStateChunk> chunk_state;
   std::size_t line = 0;              // 1-based line where the dump starts
   std::uint64_t time_unix_ns = 0;    // timestamp of that line, 0 when it has none
   std::uint64_t request = 0;         // requested bytes (0 when unknown)
@@ -128,6 +143,16 @@ struct TfBfcDump {
   std::uint64_t listed_in_use = 0;
   std::uint64_t listed_reserved = 0;
   bool from_stats = false;
+  // Chunks the bin lines and the Chunk State table count that the chunk list lacks (by size
+  // class), and their bytes as those lines print them (lower bounds: a chunk of bin N holds at
+  // least N bytes), within `unlisted_margin` of the truth; the bytes are exact where they fill the
+  // part of a printed region that no listed chunk covers. unlisted_largest_free: the largest free
+  // chunk the Chunk State table shows that the list lacks (0: none).
+  std::uint64_t unlisted_free_chunks = 0, unlisted_free_bytes = 0;
+  std::uint64_t unlisted_in_use_chunks = 0, unlisted_in_use_bytes = 0;
+  std::uint64_t unlisted_margin = 0;
+  std::uint64_t unlisted_largest_free = 0;
+  std::uint64_t listed_free = 0;     // the free chunks listed
   bool host_memory = false;          // a pinned host allocator (cuda_host_bfc, gpu_host_bfc, ...)
   OomCause cause = OomCause::kCapacity;
   bool cause_known = false;          // false for fragments and header-only dumps without numbers

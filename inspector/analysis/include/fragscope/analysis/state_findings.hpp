@@ -24,6 +24,10 @@ struct StateFindings {
   std::optional<std::uint64_t> in_use, reserved, limit, max_in_use, largest_free;
   bool in_use_from_summary = false;         // in_use is the evidence's summary, not the layout's sum
   bool reserved_from_summary = false;
+  bool in_use_at_least = false;             // in_use is a lower bound (traces::StateSummary)
+  // Free bytes inside the regions, at least: the free chunks the evidence's own summary lines show
+  // beyond its listed layout (TensorFlow's bin lines and Chunk State table); absent when none do.
+  std::optional<std::uint64_t> free_at_least;
   // The layout (what the evidence listed).
   std::uint64_t regions = 0;
   std::uint64_t chunks = 0;                 // live chunks
