@@ -16,7 +16,7 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name);
 
 // The counts of a dump that are still approximate (printed in human-readable units, nothing exact
 // in the dump for them: XLA 2026's Stats block and pool line), as "Limit 96389803540 (give or
-// take 5368709 bytes), InUse ..."; "" when none.
+// take 6417285 bytes), InUse ..."; "" when none.
 std::string ApproximateCounts(const TfBfcDump& d);
 
 // A dump's warnings ("name:LINE: ...") and errors, as the state is built.

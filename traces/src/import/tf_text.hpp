@@ -60,8 +60,9 @@ struct ScannedNumber {
   NumberKind kind = NumberKind::kNone;
   std::uint64_t value = 0;  // kValue only
   std::string_view text;    // the characters read ("-5", "12345678901234567890"), for messages
-  // A size printed with a unit ("89.77GiB"): half its last printed digit, in bytes, so the truth is
-  // within `margin` of `value`. 0 when the number is exact (plain bytes, "768B").
+  // A size printed with a unit ("89.77GiB"): how far from `value` the truth may be, in bytes (half
+  // the last printed digit, and above KiB one unit below it, which TensorFlow's integer division
+  // drops). 0 when the number is exact (plain bytes, "768B").
   std::uint64_t margin = 0;
 };
 
@@ -182,11 +183,15 @@ inline ScannedNumber ScanHumanBytes(std::string_view& s) {
     n.kind = NumberKind::kValue;
     n.value = whole_bytes + part_bytes;
     // Half the last printed digit: "81.00GiB" is 81 GiB give or take 0.005 GiB. Bytes are exact
-    // ("768B"), and so is a whole number of bytes written with decimals ("768.0B").
+    // ("768B"), and so is a whole number of bytes written with decimals ("768.0B"). TensorFlow's
+    // HumanReadableNumBytes divides by 1024 in integers down to the unit below the printed one
+    // before it prints (12,085,207,808 B: 11525 MiB, "11.25GiB"): above KiB the truth may be up
+    // to one such unit more.
     if (scale > 1) {
       std::uint64_t margin = scale;
       for (std::size_t d = 0; d < decimals && margin > 0; ++d) margin /= 10;
       n.margin = margin / 2;
+      if (scale >= (std::uint64_t{1} << 20) && (scale & (scale - 1)) == 0) n.margin += scale / 1024;
     }
     return n;
   }

@@ -67,7 +67,8 @@ struct TfBfcStats {
   std::optional<std::uint64_t> reserved, peak_reserved, largest_free_block;
   int fields = 0;
   // A field printed in human-readable units is known to its printed digits only: the truth lies
-  // within this many bytes of it (half the last digit: 0.005 GiB for "81.00GiB"). 0 when exact.
+  // within this many bytes of it (half the last digit, and above KiB one unit below: 0.005 GiB +
+  // 1 MiB for "81.00GiB"). 0 when exact.
   // Where the dump gives the same number exactly elsewhere (memory_limit_ in bytes, the listed
   // chunks) the exact one replaces it and its margin is 0.
   std::uint64_t limit_margin = 0, in_use_margin = 0, max_in_use_margin = 0, max_alloc_size_margin = 0;
