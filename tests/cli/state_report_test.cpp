@@ -229,6 +229,31 @@ TEST_F(StateReport, FreeChunksOnlyTheBinLinesShowAreFreeAtLeast) {
   EXPECT_EQ(oom["free_in_regions"], 4194304);
 }
 
+// A paste of TF's "Summary of in-use Chunks by size" alone (quoted, as in an issue) is a fragment
+// of a dump, not an unknown format: in use at least its sum, no layout, nothing invented.
+TEST_F(StateReport, ASummaryBySizeAloneIsAFragmentOfADump) {
+  const std::string log = Path("summary.log");
+  std::ofstream(log) << "> I tensorflow/core/common_runtime/bfc_allocator.cc:689]      Summary of in-use Chunks by size: \n"
+                        "> I tensorflow/core/common_runtime/bfc_allocator.cc:692] 40 Chunks of size 256 totalling 10.0KiB\n"
+                        "> I tensorflow/core/common_runtime/bfc_allocator.cc:692] 3210 Chunks of size 4096 totalling 12.54MiB\n";
+  const CliResult text = Run({"report", log});
+  ASSERT_EQ(text.code, 0) << text.err;  // a state: no OOM in it
+  EXPECT_NE(text.out.find("(TensorFlow BFC log)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("in use at least 12.55 MiB, reserved unknown, limit unknown"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("only its summary of in-use chunks by size counts 3250 chunks in 2 sizes, 12.55 MiB in use at "
+                          "least"),
+            std::string::npos)
+      << text.out;
+  const CliResult json = Run({"report", log, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto device = nlohmann::json::parse(json.out)["devices"][0];
+  EXPECT_EQ(device["in_use"], 13158400);
+  EXPECT_TRUE(device["in_use_at_least"].get<bool>());
+  EXPECT_TRUE(device["reserved"].is_null());
+  EXPECT_TRUE(device["largest_free"].is_null());
+  EXPECT_EQ(device["ooms"].size(), 0u);
+}
+
 TEST_F(StateReport, ReplayCompareAndMinLimitRefuseAStateUnlessAskedToAssumeAnOrder) {
   const std::string dump = Fixture("two_dumps_two_devices.log");
   for (const std::vector<std::string>& args :

@@ -60,6 +60,9 @@ tf_log 3 'I bfc_allocator.cc:1031] InUse at 0x1234567890123456789 of size 768 ne
 tf_log 2 'I bfc_allocator.cc:1011] Next region of size 18446744073709551615' >"$out/tf_region_2e64.log"
 tf_log 7 'Limit:                        -5' >"$out/tf_limit_negative.log"
 tf_log 7 'Limit:                        -5.00GiB' >"$out/tf_limit_human_negative.log"  # XLA 2026 prints Stats in units
+# A pasted "Summary of in-use Chunks by size" whose lines each fit but add up to more than 4 EiB.
+printf '%s\n' 'I bfc_allocator.cc:692] 1 Chunks of size 4611686018427387904 totalling 4.00EiB' \
+  'I bfc_allocator.cc:692] 1 Chunks of size 256 totalling 256B' >"$out/tf_summary_over_cap.log"
 tf_log 11 'W op_kernel.cc:1763] OP_REQUIRES failed : Resource exhausted: OOM when allocating tensor with shape[-1,3] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc' >"$out/tf_shape_negative.log"
 
 # --- JSON Lines naming more devices than --max-devices (5 here)

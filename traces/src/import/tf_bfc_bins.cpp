@@ -1,6 +1,7 @@
-// The bin lines and the "Chunk State" table of a TensorFlow BFC dump against its chunk list: a
-// cross-check where they agree, and where they count chunks that the list lacks (a list cut by the
-// log or by whoever pasted it), what those chunks hold at least (docs/importers.md, "Dumps in part").
+// The bin lines, the "Chunk State" table and the summary of in-use chunks by size of a TensorFlow
+// BFC dump against its chunk list: a cross-check where they agree, and where they count chunks that
+// the list lacks (a list cut by the log or by whoever pasted it), what those chunks hold at least
+// (docs/importers.md, "Dumps in part").
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -88,6 +89,29 @@ std::uint64_t TfBinSize(std::uint64_t bytes) {
     ++index;
   }
   return std::uint64_t{256} << index;
+}
+
+void CheckSizeSummary(TfBfcDump& d, const Warner& warn) {
+  if (d.summary_lines == 0) return;
+  if (!IsRepresentableSize(d.summary_in_use)) {
+    warn.Error(d.line, fmt::format("the \"Chunks of size\" summary lines add up to more than 4 EiB ({} bytes), the "
+                                   "largest size fragscope represents",
+                                   kMaxBytes));
+    return;
+  }
+  const bool whole = SizeSummaryWhole(d);
+  const TfBfcStats& s = d.stats;
+  if (s.in_use && (d.summary_in_use > *s.in_use || (whole && !Agrees(*s.in_use, s.in_use_margin, d.summary_in_use))))
+    warn(d.line, fmt::format("the \"Chunks of size\" summary lines add up to {} in use but Stats InUse is {}",
+                             d.summary_in_use, *s.in_use));
+  if (whole && !d.chunks.empty() && d.summary_in_use < d.in_use)
+    warn(d.line, fmt::format("the \"Chunks of size\" summary lines add up to {} in use but the in-use chunks "
+                             "listed to {}",
+                             d.summary_in_use, d.in_use));
+  if (d.summary_total && !whole && d.summary_in_use > *d.summary_total)
+    warn(d.line, fmt::format("the \"Chunks of size\" summary lines add up to {}, more than their \"Sum Total\" "
+                             "({} give or take {} bytes)",
+                             d.summary_in_use, *d.summary_total, d.summary_total_margin));
 }
 
 void CheckBins(TfBfcDump& d, const Warner& warn) {

@@ -38,7 +38,16 @@ inline bool Agrees(std::uint64_t approximate, std::uint64_t margin, std::uint64_
   return (approximate > exact ? approximate - exact : exact - approximate) <= margin;
 }
 
-// tf_bfc_bins.cpp. Each bin line against the chunks of its size class: a warning where a bin
+// Whether the dump's "Chunks of size" summary lines are whole: its "Sum Total of in-use chunks"
+// agrees with their sum (within its 2 decimals). A paste may be cut: then they are a lower bound.
+inline bool SizeSummaryWhole(const TfBfcDump& d) {
+  return d.summary_lines > 0 && d.summary_total && Agrees(*d.summary_total, d.summary_total_margin, d.summary_in_use);
+}
+
+// tf_bfc_bins.cpp. The summary of in-use chunks by size against Stats InUse and the chunk list
+// (warnings where they disagree; an error where its lines add up to more than 4 EiB).
+void CheckSizeSummary(TfBfcDump& d, const Warner& warn);
+// Each bin line against the chunks of its size class: a warning where a bin
 // counts fewer chunks than the list holds, or other bytes for as many chunks.
 void CheckBins(TfBfcDump& d, const Warner& warn);
 // The chunks the bin lines and the Chunk State table count beyond the chunk list (TfBfcDump's

@@ -15,6 +15,7 @@
 #include "fragscope/traces/byte_math.hpp"
 #include "fragscope/traces/tf_bfc_log.hpp"
 #include "tf_bfc_internal.hpp"
+#include "tf_bfc_lines.hpp"
 #include "tf_text.hpp"
 
 namespace fragscope::traces {
@@ -29,53 +30,13 @@ constexpr std::string_view kNotFailure = "caller indicates that this is not a fa
 bool HasContent(const TfBfcDump& d) {
   return !d.chunks.empty() || !d.bins.empty() || !d.regions.empty() || d.stats.fields > 0 ||
          !d.occupancy.empty() || d.total_region_allocated.has_value() || d.memory_limit.has_value() ||
-         !d.errors.empty() || d.bin_for != 0;
+         !d.errors.empty() || d.bin_for != 0 || d.summary_lines > 0 || d.summary_total.has_value();
 }
 
-enum class Unit { kSize, kCount };
-
-// Why a scanned number cannot be taken as a byte count (above kMaxBytes too) or a count, or ""
-// when it can.
-std::string NumberProblem(const ScannedNumber& n, Unit unit = Unit::kSize) {
-  switch (n.kind) {
-    case NumberKind::kNone:
-      return "not a number";
-    case NumberKind::kNegative:
-      return fmt::format("{} is negative, not a {}", n.text, unit == Unit::kSize ? "size" : "count");
-    case NumberKind::kTooLong:
-      return fmt::format("{} does not fit in 64 bits", n.text);
-    case NumberKind::kValue:
-      if (unit == Unit::kSize && !IsRepresentableSize(n.value)) return OversizeMessage(n.value);
-      return {};
-  }
-  return {};
-}
-
-// A byte count as a dump line prints it: plain bytes ("40231108608"), or a human-readable size
-// ("89.77GiB", "153B": XLA 2026 prints its Stats block and pool line so), whose margin says how
-// near the truth it is.
-ScannedNumber ScanBytes(std::string_view& s) {
-  std::string_view human = s;
-  if (ScannedNumber n = ScanHumanBytes(human); n.kind != NumberKind::kNone) {
-    s = human;
-    return n;
-  }
-  return ScanUint(s);
-}
-
-// Bytes per element of a TensorFlow dtype name as the OOM line prints it ("float", "half", ...).
-std::uint64_t DtypeBytes(std::string_view type) {
-  if (type == "float" || type == "int32" || type == "uint32" || type == "qint32") return 4;
-  if (type == "double" || type == "int64" || type == "uint64" || type == "complex64") return 8;
-  if (type == "half" || type == "bfloat16" || type == "int16" || type == "uint16" || type == "qint16" ||
-      type == "quint16")
-    return 2;
-  if (type == "int8" || type == "uint8" || type == "bool" || type == "qint8" || type == "quint8" ||
-      type == "float8_e5m2" || type == "float8_e4m3fn")
-    return 1;
-  if (type == "complex128") return 16;
-  return 0;
-}
+using tfline::DtypeBytes;
+using tfline::NumberProblem;
+using tfline::ScanBytes;
+using tfline::Unit;
 
 class Scanner {
  public:
@@ -94,6 +55,8 @@ class Scanner {
     if (text.find("allocation summary follows") != std::string_view::npos) return;
     if (ChunkLine(text)) return;
     if (BinLine(text)) return;
+    if (SizeSummaryLine(text)) return;
+    if (SumTotalLine(text)) return;
     if (auto p = text.find("Next region of size "); p != std::string_view::npos) {
       std::string_view rest = text.substr(p + 20);
       TfBfcDump& d = Open(false);
@@ -173,6 +136,7 @@ class Scanner {
     dumps_.emplace_back();
     not_failure_.push_back(false);
     addresses_.clear();
+    summary_sizes_.clear();
     in_stats_ = false;
     complete_ = false;
     TfBfcDump& d = dumps_.back();
@@ -235,27 +199,53 @@ class Scanner {
     }
   }
 
-  // A line of the "Chunk State:" table after "Bin for": "Size: 6.09GiB | Requested Size: 781.2KiB |
-  // in_use: 0[ | bin_num: 20], prev: Size: ... , next: ...": a free chunk of the bin TF searched
-  // (its neighbours follow ", prev:" and ", next:"). Only right after "Bin for", before any chunk.
+  // A line of the "Chunk State:" table after "Bin for" (tfline::ParseChunkStateLine): a free chunk
+  // of the bin TF searched. Only right after "Bin for", before any chunk.
   bool ChunkStateLine(std::string_view text) {
-    const std::size_t p = text.find("Size: ");
-    if (p == std::string_view::npos || (p > 0 && text[p - 1] != ' ' && text[p - 1] != ']' && text[p - 1] != '\t'))
-      return false;
-    std::string_view entry = text.substr(p);
-    entry = entry.substr(0, entry.find(", prev:"));
-    entry = entry.substr(0, entry.find(", next:"));
-    const std::size_t flag = entry.find("in_use: ");
     TfBfcDump* d = Current();
-    if (flag == std::string_view::npos || d == nullptr || d->bin_for == 0 || !d->chunks.empty() ||
-        !d->regions.empty() || complete_)
-      return false;
-    std::string_view r = entry.substr(6);
-    const ScannedNumber size = ScanHumanBytes(r);
-    // A chunk in use (never in this table) or a size that cannot be taken: a cross-check left out.
-    if (size.kind == NumberKind::kValue && IsRepresentableSize(size.value) && size.value > 0 &&
-        StartsWith(entry.substr(flag + 8), "0"))
-      d->chunk_state.push_back({size.value, size.margin, line_});
+    if (d == nullptr || d->bin_for == 0 || !d->chunks.empty() || !d->regions.empty() || complete_) return false;
+    std::optional<TfBfcStateChunk> chunk;
+    if (!tfline::ParseChunkStateLine(text, chunk)) return false;
+    if (chunk) {
+      chunk->line = line_;
+      d->chunk_state.push_back(*chunk);
+    }
+    return true;
+  }
+
+  // "7499 Chunks of size 2048 totalling 14.65MiB": TF's summary of the in-use chunks by size, alone
+  // a fragment of a dump (a paste of just these lines). A size listed twice starts another dump.
+  bool SizeSummaryLine(std::string_view text) {
+    std::uint64_t count = 0, size = 0;
+    std::string problem;
+    if (!tfline::ParseSizeSummaryLine(text, count, size, problem)) return false;
+    TfBfcDump* cur = Current();
+    TfBfcDump& d = cur != nullptr && !complete_ && problem.empty() && summary_sizes_.count(size) != 0
+                       ? NewDump()
+                       : Open(false);
+    if (!problem.empty()) {
+      Warn(d, fmt::format("a \"Chunks of size\" summary line: {}: left out", problem));
+      return true;
+    }
+    summary_sizes_.insert(size);
+    ++d.summary_lines;
+    d.summary_chunks = CheckedAdd(d.summary_chunks, count).value_or(UINT64_MAX);
+    // Each line is at most 4 EiB; their sum is checked where the dump is finalized.
+    d.summary_in_use = CheckedAdd(d.summary_in_use, count * size).value_or(UINT64_MAX);
+    return true;
+  }
+
+  // "Sum Total of in-use chunks: 6.66GiB" (2 decimals): the summary's own total.
+  bool SumTotalLine(std::string_view text) {
+    ScannedNumber total;
+    if (!tfline::ParseSumTotalLine(text, total)) return false;
+    TfBfcDump& d = Open(false);
+    if (total.kind == NumberKind::kValue && IsRepresentableSize(total.value)) {
+      d.summary_total = total.value;
+      d.summary_total_margin = total.margin;
+    } else {
+      Warn(d, fmt::format("\"Sum Total of in-use chunks\": {}: left out", NumberProblem(total)));
+    }
     return true;
   }
 
@@ -406,55 +396,10 @@ class Scanner {
   }
 
   bool BinLine(std::string_view text) {
-    const std::size_t p = text.find("Bin (");
-    if (p == std::string_view::npos) return false;
-    std::string_view rest = text.substr(p + 5);
-    const ScannedNumber bin_size = ScanUint(rest);
-    if (bin_size.kind == NumberKind::kNone || !StartsWith(rest, "):")) return false;
-    const std::size_t t = rest.find("Total Chunks:");
-    if (t == std::string_view::npos) return false;
-    rest.remove_prefix(t + 13);
     TfBfcBin bin;
+    std::string problem;
+    if (!tfline::ParseBinLine(text, bin, problem)) return false;
     bin.line = line_;
-    // Bin lines are cross-checks only: a number that cannot be taken leaves the line out.
-    std::string problem = NumberProblem(bin_size);
-    if (problem.empty()) bin.bin_size = bin_size.value;
-    else problem = fmt::format("bin size {}", problem);
-    auto count = [&](const char* what, std::uint64_t& out) {
-      const ScannedNumber n = ScanUint(rest);
-      if (n.kind == NumberKind::kValue) out = n.value;
-      else if (n.kind != NumberKind::kNone && problem.empty())
-        problem = fmt::format("{} {}", what, NumberProblem(n, Unit::kCount));
-    };
-    count("Total Chunks", bin.total_chunks);
-    if (auto q = rest.find("Chunks in use:"); q != std::string_view::npos) {
-      rest.remove_prefix(q + 14);
-      count("Chunks in use", bin.chunks_in_use);
-      if (StartsWith(rest, ".")) rest.remove_prefix(1);
-      const ScannedNumber bytes = ScanHumanBytes(rest);
-      if (bytes.kind == NumberKind::kValue && IsRepresentableSize(bytes.value)) {
-        bin.bytes_in_bin = bytes.value;
-        bin.bytes_margin = bytes.margin;
-      } else if (bytes.kind != NumberKind::kNone && problem.empty()) {
-        problem = fmt::format("bytes allocated for chunks: {}",
-                              bytes.kind == NumberKind::kValue ? OversizeMessage(bytes.value)
-                                                               : NumberProblem(bytes));
-      }
-      // "... allocated for chunks. [N client-requested for chunks.] M in use in bin. ..."
-      for (int field = 0; field < 3; ++field) {
-        const std::size_t dot = rest.find('.');
-        if (dot == std::string_view::npos) break;
-        rest.remove_prefix(dot + 1);
-        const ScannedNumber n = ScanHumanBytes(rest);
-        if (n.kind == NumberKind::kNone) break;
-        if (!StartsWith(TrimLeft(rest), "in use in bin")) continue;
-        if (n.kind == NumberKind::kValue && IsRepresentableSize(n.value)) {
-          bin.bytes_in_use = n.value;
-          bin.in_use_margin = n.margin;
-        }
-        break;
-      }
-    }
     TfBfcDump& d = Open(false);
     if (!problem.empty()) {
       Warn(d, fmt::format("bin line: {}: left out", problem));
@@ -631,6 +576,7 @@ class Scanner {
   std::vector<TfBfcDump> dumps_;
   std::vector<bool> not_failure_;
   std::unordered_set<std::uint64_t> addresses_;  // chunk addresses of the current dump
+  std::unordered_set<std::uint64_t> summary_sizes_;  // sizes its "Chunks of size" lines gave
   std::size_t line_ = 0;
   bool in_stats_ = false;
   bool complete_ = false;  // the current dump's occupancy bar was printed: nothing more follows

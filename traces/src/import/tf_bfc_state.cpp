@@ -154,7 +154,7 @@ std::uint64_t PrintedReserved(const TfBfcDump& d) {
 // lines and the Chunk State table show: the chunk list was cut.
 bool ChunkListCut(const TfBfcDump& d) {
   return (d.stats.in_use && *d.stats.in_use > d.in_use) || PrintedReserved(d) > d.reserved ||
-         d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0;
+         d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0 || d.summary_in_use > d.in_use;
 }
 
 void CheckStats(TfBfcDump& d, const Warner& warn) {
@@ -197,8 +197,8 @@ void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
   const TfBfcStats& s = d.stats;
   d.from_stats = true;
   // The chunks the bin lines count beyond the list are in use or free at least as they print them.
-  const std::uint64_t in_use =
-      s.in_use ? std::max(*s.in_use, d.in_use) : SaturatingAdd(d.in_use, d.unlisted_in_use_bytes);
+  const std::uint64_t in_use = s.in_use ? std::max(*s.in_use, d.in_use)
+                                        : std::max(SaturatingAdd(d.in_use, d.unlisted_in_use_bytes), d.summary_in_use);
   const std::uint64_t free_at_least = SaturatingAdd(d.listed_free, d.unlisted_free_bytes);
   const std::uint64_t printed = PrintedReserved(d);
   const bool stats_largest = s.largest_free_block && *s.largest_free_block > 0;
@@ -222,12 +222,14 @@ void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
   if (d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0)
     counts += fmt::format("{}{} more chunks in its bin lines", counts.empty() ? "" : ", ",
                           d.unlisted_free_chunks + d.unlisted_in_use_chunks);
+  if (d.summary_in_use > d.listed_in_use)
+    counts += fmt::format("{}{} in use in its summary by size", counts.empty() ? "" : ", ", d.summary_in_use);
   warn(d.line, fmt::format(
                    "the chunk list is incomplete: the chunks listed hold {} in use in {} of regions where the dump "
                    "counts {}; the OOM's numbers are the dump's own counts: in use {}{}, reserved {}{}, free in "
                    "regions {}, largest free {}{}",
                    d.listed_in_use, d.listed_reserved, counts, d.in_use,
-                   !s.in_use && d.unlisted_in_use_chunks > 0 ? " (at least)" : "", d.reserved,
+                   !s.in_use && !SizeSummaryWhole(d) && in_use > d.listed_in_use ? " (at least)" : "", d.reserved,
                    reserved_bound ? " (at least: not printed)" : "", d.free_in_regions, d.largest_free,
                    stats_largest                          ? " (Stats LargestFreeBlock)"
                    : largest_unlisted ? " (the largest the bin lines or the Chunk State table show: at least)"
@@ -324,6 +326,10 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
     d.in_use = static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
                                           static_cast<long double>(star + pad) / static_cast<long double>(cells));
   else d.in_use = d.unlisted_in_use_bytes;  // what the bin lines count, at least
+  // The summary by size lists the in-use chunks exactly: all of them where its "Sum Total" agrees,
+  // else at least these.
+  if (!s.in_use && d.summary_lines > 0)
+    d.in_use = SizeSummaryWhole(d) ? d.summary_in_use : std::max(d.in_use, d.summary_in_use);
   d.live_requested = bar && d.reserved > 0
                          ? static_cast<std::uint64_t>(static_cast<long double>(d.reserved) *
                                                       static_cast<long double>(star) / static_cast<long double>(cells))
@@ -351,6 +357,7 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
   if (d.total_region_allocated) parts.emplace_back(d.pool_key);
   if (!d.bins.empty()) parts.emplace_back("the bin lines");
   if (!d.chunk_state.empty()) parts.emplace_back("the Chunk State table");
+  if (d.summary_lines > 0) parts.emplace_back("the summary of in-use chunks by size");
   if (bar)
     parts.push_back(fmt::format("the occupancy bar ({} of {} cells in use, {} of them requested bytes; {} "
                                 "free, the longest free run {})",
@@ -444,6 +451,7 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
 
   PreferExactCounts(d, warn);
   CountUnlistedChunks(d, warn);
+  CheckSizeSummary(d, warn);
   if (d.stats.limit) d.limit = *d.stats.limit;
   else if (d.memory_limit) d.limit = *d.memory_limit;
   if (d.chunks.empty()) {

@@ -83,10 +83,12 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
   if (d.limit != 0) s.limit = d.limit;
   s.max_in_use = d.stats.max_in_use;
   if (d.stats.largest_free_block && *d.stats.largest_free_block > 0) s.largest_free = d.stats.largest_free_block;
-  // Without Stats InUse, the chunks the bin lines count beyond the list are in use at least so.
-  if (!s.in_use && d.unlisted_in_use_chunks > 0) {
+  // Without Stats InUse, the chunks the bin lines count beyond the list, and the summary of the
+  // in-use chunks by size, are in use: exactly so where the summary is whole, else at least.
+  const bool summary_beyond = d.summary_in_use > d.listed_in_use;
+  if (!s.in_use && (d.unlisted_in_use_chunks > 0 || summary_beyond)) {
     s.in_use = d.in_use;
-    s.in_use_at_least = true;
+    s.in_use_at_least = !(SizeSummaryWhole(d) && d.in_use == d.summary_in_use);
   }
   const bool unlisted = d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0;
   if (d.unlisted_free_chunks > 0) s.free_at_least = d.listed_free + d.unlisted_free_bytes;
@@ -131,6 +133,17 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
                                                           : "its bin lines and Chunk State table",
                                   what));
   }
+  if (d.summary_lines > 0 && (d.chunks.empty() || summary_beyond)) {
+    missing.push_back(fmt::format(
+        "{} summary of in-use chunks by size counts {} chunk{} in {} size{}, {} in use{}",
+        d.chunks.empty() ? "only its" : "its", d.summary_chunks, d.summary_chunks == 1 ? "" : "s", d.summary_lines,
+        d.summary_lines == 1 ? "" : "s", FormatBytes(d.summary_in_use),
+        SizeSummaryWhole(d) ? std::string(" (its \"Sum Total\" agrees: all of them)")
+        : !d.chunks.empty() ? fmt::format(" where the chunks listed hold {}", FormatBytes(d.listed_in_use))
+        : d.summary_total   ? fmt::format(" at least (its \"Sum Total\" says {}: the list is cut)",
+                                          FormatBytes(*d.summary_total))
+                            : std::string(" at least (no \"Sum Total\" line says the list is whole)")));
+  }
   if (d.from_stats && !s.reserved)
     missing.push_back(fmt::format("no reserved count: its regions hold at least {} (what is in use and the "
                                   "free chunks it shows)", FormatBytes(d.reserved)));
@@ -142,7 +155,7 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
     if (std::string bar = BarFractions(d.occupancy); !bar.empty()) missing.push_back(std::move(bar));
   s.layout_complete = (!d.regions.empty() || !d.chunks.empty()) && covered >= listed &&
                       (!d.stats.in_use || *d.stats.in_use == d.listed_in_use) &&
-                      printed_reserved <= d.listed_reserved && !unlisted;
+                      printed_reserved <= d.listed_reserved && !unlisted && !summary_beyond;
   // An incomplete layout's holes are not known to be free: the largest free chunk it shows (listed,
   // or in the bin lines and the Chunk State table) is a lower bound.
   if (!s.layout_complete && !s.largest_free) {

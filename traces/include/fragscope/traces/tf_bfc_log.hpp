@@ -121,6 +121,14 @@ struct TfBfcDump {
   // Where the pool line prints human-readable sizes: within this many bytes of the truth (0: exact).
   std::uint64_t total_region_allocated_margin = 0, memory_limit_margin = 0;
   std::string pool_key;              // how the line names N: "total_region_allocated_bytes_", ...
+  // "Summary of in-use Chunks by size": its "N Chunks of size S totalling X" lines (Σ N, Σ N × S:
+  // exact) and its "Sum Total of in-use chunks: X" (2 decimals, within summary_total_margin).
+  // A paste of these lines alone is a fragment: in use at least the sum, no layout.
+  std::size_t summary_lines = 0;
+  std::uint64_t summary_chunks = 0;
+  std::uint64_t summary_in_use = 0;
+  std::optional<std::uint64_t> summary_total;
+  std::uint64_t summary_total_margin = 0;
   std::string occupancy;             // the 100-character bar ('_' free, '*' in use, 'x' padding)
   std::vector<std::string> warnings; // "name:LINE: ..." every disagreement and every gap
   std::vector<TfBfcError> errors;    // what the reader could not take; the line is left out
