@@ -2,6 +2,7 @@
 // TensorFlow dump): the evidence's own numbers, what its layout shows, and what it lacks, in the
 // source framework's words. Nothing that needs time (DESIGN.md, "Evidence kinds").
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ std::string Count(std::uint64_t n, const char* one) {
 
 std::string Optional(const std::optional<std::uint64_t>& bytes) {
   return bytes ? FormatBytes(*bytes) : std::string("unknown");
+}
+
+// Reserved less in use where the evidence's own counts give both exactly; nullopt otherwise.
+std::optional<std::uint64_t> FreeByItsCounts(const analysis::StateFindings& s) {
+  if (!s.reserved || !s.in_use || s.in_use_at_least || *s.reserved < *s.in_use) return std::nullopt;
+  return *s.reserved - *s.in_use;
 }
 
 std::string PageSizes(const analysis::StateFindings& s) {
@@ -54,6 +61,9 @@ void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& 
   fmt::print("{}\n", numbers);
   if (s.regions == 0 && s.chunks == 0) {
     fmt::print("  no layout: the evidence lists no {}s or chunks\n", region);
+    if (const auto free = FreeByItsCounts(s))
+      fmt::print("  reserved but unallocated: {} (reserved less in use, by its own counts; where, it does not say)\n",
+                 FormatBytes(*free));
   } else {
     fmt::print("  listed{}: {} of {}, {} of {}\n",
                s.layout_complete ? "" : " (incomplete: what follows counts only what is listed)",
@@ -116,6 +126,13 @@ void PrintStateText(const ReportView& view) {
 
 nlohmann::json StateJson(const analysis::StateFindings& s) {
   const auto optional = [](const std::optional<std::uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  // What the layout adds up to is known only where it is whole: with no layout, or one the evidence
+  // says is incomplete (whose uncovered ranges are not known to be free), those numbers are null,
+  // not 0. Free in regions is then reserved less in use where the evidence's counts give both.
+  const bool layout = s.regions > 0 || s.chunks > 0;
+  const bool whole = layout && s.layout_complete;
+  const auto of_layout = [whole](std::uint64_t v) { return whole ? nlohmann::json(v) : nlohmann::json(); };
+  const std::optional<std::uint64_t> free = whole ? std::optional(s.free_in_regions) : FreeByItsCounts(s);
   nlohmann::json out = {{"moment", s.moment},
                         {"in_use", optional(s.in_use)},
                         {"reserved", optional(s.reserved)},
@@ -126,17 +143,23 @@ nlohmann::json StateJson(const analysis::StateFindings& s) {
                         {"free_at_least", optional(s.free_at_least)},
                         {"regions", s.regions},
                         {"chunks", s.chunks},
-                        {"free_in_regions", s.free_in_regions},
-                        {"holes", s.holes},
-                        {"largest_hole", s.largest_hole},
-                        {"empty_regions", s.empty_regions},
-                        {"empty_region_bytes", s.empty_region_bytes},
-                        {"free_pages", s.free_pages},
-                        {"free_page_bytes", s.free_page_bytes},
+                        {"free_in_regions", optional(free)},
+                        {"holes", of_layout(s.holes)},
+                        {"largest_hole", of_layout(s.largest_hole)},
+                        {"empty_regions", of_layout(s.empty_regions)},
+                        {"empty_region_bytes", of_layout(s.empty_region_bytes)},
+                        {"free_pages", of_layout(s.free_pages)},
+                        {"free_page_bytes", of_layout(s.free_page_bytes)},
                         {"page_bytes_small", s.page_bytes_small},
                         {"page_bytes_large", s.page_bytes_large},
                         {"small_region_bytes", s.small_region_bytes},
                         {"layout_complete", s.layout_complete}};
+  if (layout && !whole) {
+    // The parts of the listed regions no listed chunk covers: free, or left out of the listing.
+    out["uncovered_bytes"] = s.free_in_regions;
+    out["uncovered_ranges"] = s.holes;
+    out["largest_uncovered"] = s.largest_hole;
+  }
   if (!s.missing.empty()) out["missing"] = s.missing;
   return out;
 }

@@ -254,6 +254,64 @@ TEST_F(StateReport, ASummaryBySizeAloneIsAFragmentOfADump) {
   EXPECT_EQ(device["ooms"].size(), 0u);
 }
 
+// What the evidence does not give is null in --json and in a conversion, never 0; what follows
+// from two numbers it gives is computed: a TF 2.10 Stats block with its pool line (reserved
+// 4 MiB, in use 3 MiB: 1 MiB free in regions), and a TF 0.8 Stats-only OOM (no reserved count).
+TEST_F(StateReport, UnknownNumbersAreNullAndKnownOnesAreComputed) {
+  const std::string stats = Path("stats.log");
+  std::ofstream(stats) << "I bfc_allocator.cc:1103] total_region_allocated_bytes_: 4194304 memory_limit_: 4194304 "
+                          "available bytes: 0 curr_region_allocation_bytes_: 8388608\n"
+                          "I bfc_allocator.cc:1109] Stats: \n"
+                          "Limit:                      4194304\n"
+                          "InUse:                      3145728\n"
+                          "MaxInUse:                   3145984\n"
+                          "NumAllocs:                       12\n"
+                          "MaxAllocSize:               1048576\n"
+                          "Reserved:                         0\n"
+                          "PeakReserved:                     0\n"
+                          "LargestFreeBlock:                 0\n";
+  CliResult r = Run({"report", stats, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto device = nlohmann::json::parse(r.out)["devices"][0];
+  EXPECT_EQ(device["free_in_regions"], 1048576);  // reserved - in use, both its own counts
+  for (const char* key : {"largest_free", "holes", "largest_hole", "free_pages", "free_page_bytes", "empty_regions",
+                          "empty_region_bytes", "free_at_least"})
+    EXPECT_TRUE(device[key].is_null()) << key << " = " << device[key];
+  r = Run({"report", stats});
+  EXPECT_NE(r.out.find("reserved but unallocated: 1.00 MiB (reserved less in use, by its own counts; where, it does "
+                       "not say)"),
+            std::string::npos)
+      << r.out;
+
+  const std::string oom = Path("tf08.log");
+  std::ofstream(oom) << "I bfc_allocator.cc:694] Stats: \n"
+                        "Limit:                  4194304\n"
+                        "InUse:                  3145728\n"
+                        "MaxInUse:               3145728\n"
+                        "NumAllocs:                   42\n"
+                        "MaxAllocSize:           1048576\n"
+                        "\n"
+                        "W bfc_allocator.cc:270] "
+                        "****************************************************************************************************\n"
+                        "W bfc_allocator.cc:271] Ran out of memory trying to allocate 1.50MiB.  See logs for memory state.\n";
+  r = Run({"report", oom, "--json"});
+  ASSERT_EQ(r.code, 1) << r.err;
+  device = nlohmann::json::parse(r.out)["devices"][0];
+  EXPECT_TRUE(device["free_in_regions"].is_null());
+  EXPECT_TRUE(device["reserved"].is_null());
+  const auto& record = device["ooms"][0];
+  EXPECT_EQ(record["cause"], "capacity");
+  EXPECT_EQ(record["in_use"], 3145728);
+  for (const char* key : {"reserved", "free_in_regions", "largest_free", "headroom", "chunk_count", "region_count"})
+    EXPECT_TRUE(record[key].is_null()) << key << " = " << record[key];
+  const std::string jsonl = Path("tf08.jsonl");
+  ASSERT_EQ(Run({"convert", oom, jsonl}).code, 0);
+  const std::string converted = fragscope::testing::Slurp(jsonl);
+  EXPECT_NE(converted.find("\"reserved\":null"), std::string::npos) << converted;
+  EXPECT_NE(converted.find("\"largest_free\":null"), std::string::npos) << converted;
+  EXPECT_NE(converted.find("\"headroom\":null"), std::string::npos) << converted;
+}
+
 TEST_F(StateReport, ReplayCompareAndMinLimitRefuseAStateUnlessAskedToAssumeAnOrder) {
   const std::string dump = Fixture("two_dumps_two_devices.log");
   for (const std::vector<std::string>& args :

@@ -251,6 +251,51 @@ TEST(TfPartial, OomTensorLineAfterAStatsFragmentIsItsOom) {
   EXPECT_FALSE(other[0].has_header);
 }
 
+// TF 0.8: the summary, the Stats block (no reserved count), the bar and the OOM line after them.
+// Reserved is not printed and no region is listed: the OOM record leaves reserved, free in regions,
+// headroom and largest free out (null), not the limit and 0 the bar was read over.
+TEST(TfPartial, AStatsOnlyOomKeepsWhatItDoesNotKnowOut) {
+  auto log = [](const std::string& request) {
+    return "I tensorflow/core/common_runtime/bfc_allocator.cc:688] 3 Chunks of size 1048576 totalling 3.00MiB\n"
+           "I tensorflow/core/common_runtime/bfc_allocator.cc:694] Stats: \n"
+           "Limit:                  4194304\n"
+           "InUse:                  3145728\n"
+           "MaxInUse:               3145728\n"
+           "NumAllocs:                   42\n"
+           "MaxAllocSize:           1048576\n"
+           "\n"
+           "W tensorflow/core/common_runtime/bfc_allocator.cc:270] "
+           "****************************************************************************************************\n"
+           "W tensorflow/core/common_runtime/bfc_allocator.cc:271] Ran out of memory trying to allocate " +
+           request + ".  See logs for memory state.\n";
+  };
+  const auto dumps = ParseTfBfcLog(log("1.50MiB"), "tf08.log");
+  ASSERT_EQ(dumps.size(), 1u);
+  const TfBfcDump& d = dumps[0];
+  EXPECT_FALSE(d.reserved_known);
+  EXPECT_TRUE(d.in_use_known);
+  EXPECT_FALSE(d.largest_free_known);
+  EXPECT_EQ(d.cause, OomCause::kCapacity);  // 3 MiB in use + 1.5 MiB > 4 MiB: no reserved count needed
+  const OomRecord r = d.ToOomRecord();
+  EXPECT_TRUE(r.Has(kOomInUse | kOomLimit | kOomRequest | kOomRounded));
+  EXPECT_EQ(r.in_use, 3145728u);
+  for (const OomField f : {kOomReserved, kOomFreeInRegions, kOomHeadroom, kOomLargestFree, kOomChunkCount,
+                           kOomRegionCount, kOomLiveRequested})
+    EXPECT_FALSE(r.Has(f)) << f;
+  // Within the limit, backing and fragmentation are told apart by the reserved bytes alone.
+  const auto within = ParseTfBfcLog(log("512.0KiB"), "tf08.log");
+  ASSERT_EQ(within.size(), 1u);
+  EXPECT_EQ(within[0].cause, OomCause::kUnknown);
+  EXPECT_TRUE(HasWarning(within[0].warnings, "a device that refused a new region (backing) and fragmentation cannot "
+                                             "be told apart: cause unknown"))
+      << Join(within[0].warnings);
+  const Trace t = TfBfcDumpsToTrace(within, "tf08.log");
+  const Event* oom = Oom(t);
+  ASSERT_NE(oom, nullptr);
+  EXPECT_EQ(oom->oom.cause, OomCause::kUnknown);
+  EXPECT_FALSE(oom->oom.Has(kOomReserved));
+}
+
 // Nothing but the header and the bar: the bar's fractions, free included, in the warning and the
 // state summary (no bytes to scale them by).
 TEST(TfPartial, BarAloneGivesItsFractions) {

@@ -93,9 +93,11 @@ std::vector<StateFindings> FindStates(const TimelineModel& model, const std::vec
       if (const auto* d = header.Device(summary.device); d != nullptr && d->limit > 0) f.limit = d->limit;
     }
     f.max_in_use = summary.max_in_use;
-    f.largest_free = summary.largest_free ? summary.largest_free
-                     : f.regions > 0      ? std::optional(f.largest_hole)
-                                          : std::nullopt;
+    // The holes of an incomplete layout include ranges its listing left out: no largest free of
+    // its own (the evidence's, a lower bound, where it gives one).
+    f.largest_free = summary.largest_free                        ? summary.largest_free
+                     : f.regions > 0 && summary.layout_complete ? std::optional(f.largest_hole)
+                                                                : std::nullopt;
     out.push_back(std::move(f));
   }
   return out;

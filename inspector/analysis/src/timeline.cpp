@@ -104,6 +104,16 @@ std::string UnknownCauseExplanation(const traces::OomRecord& numbers) {
                        "told apart",
                        request);
   }
+  // The limit and the bytes in use rule capacity out; without the reserved bytes, a device that
+  // refused a new region and fragmentation look alike.
+  if (numbers.Has(traces::kOomLimit | traces::kOomInUse | traces::kOomRounded) && numbers.limit > 0 &&
+      !numbers.Has(traces::kOomReserved) && numbers.rounded <= numbers.limit &&
+      numbers.in_use <= numbers.limit - numbers.rounded) {
+    return fmt::format("a request of {} failed with {} in use, within the limit of {}; the evidence gives no "
+                       "reserved bytes, so a device that refused more memory (backing) and fragmentation cannot "
+                       "be told apart",
+                       request, traces::FormatBytes(numbers.in_use), traces::FormatBytes(numbers.limit));
+  }
   return fmt::format("a request of {} failed with {} in use; the evidence gives {}, so capacity and "
                      "fragmentation cannot be told apart",
                      request, traces::FormatBytes(numbers.in_use),

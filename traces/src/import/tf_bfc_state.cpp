@@ -461,8 +461,15 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
     CheckBins(d, warn);
     TakeStatsWhereCut(d, warn);
   }
+  d.reserved_known = !d.regions.empty() || PrintedReserved(d) > 0;
+  const bool bar = !d.occupancy.empty() && d.occupancy.front() != '<';
+  d.in_use_known = !d.chunks.empty() || d.stats.in_use || d.summary_lines > 0 || d.unlisted_in_use_chunks > 0 ||
+                   (bar && d.reserved_known);
+  d.largest_free_known = (d.stats.largest_free_block && *d.stats.largest_free_block > 0) ||
+                         d.unlisted_largest_free > 0 || (!d.chunks.empty() && (!d.from_stats || d.largest_free > 0)) ||
+                         (d.chunks.empty() && bar && d.reserved_known);
   // (Not for a fragment whose request came from "Bin for": its listed regions are what was pasted.)
-  if (d.limit == 0 && d.reserved > 0 && d.has_header && !request_from_bin) {
+  if (d.limit == 0 && d.reserved > 0 && d.reserved_known && d.has_header && !request_from_bin) {
     d.limit = d.reserved;
     warn(d.line, "no limit printed (no Stats block): the reserved bytes stand for it");
   }
@@ -479,6 +486,15 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   // TF would have grown a new region if the headroom alone held the request: it was refused.
   const std::uint64_t headroom = d.limit > d.reserved ? d.limit - d.reserved : 0;
   d.cause = ClassifyOom(d.ToOomRecord(), headroom >= d.rounded);
+  // Within the limit, what decides between a device that refused a new region and fragmentation
+  // is the reserved bytes: without them (no region listed, no count printed), neither is known.
+  if (!d.reserved_known && (d.cause == OomCause::kBacking || d.cause == OomCause::kFragmentation)) {
+    d.cause = OomCause::kUnknown;
+    d.cause_known = false;
+    warn(d.line, "the dump lists no region and prints no reserved count: with the bytes in use and the request "
+                 "within the limit, a device that refused a new region (backing) and fragmentation cannot be told "
+                 "apart: cause unknown");
+  }
   if (!d.chunks.empty() && d.largest_free >= d.rounded)
     warn(d.line, fmt::format("a free chunk of {} bytes would hold the {}-byte request: the dump does "
                              "not match an OOM of this request", d.largest_free, d.rounded));
@@ -504,13 +520,13 @@ OomRecord TfBfcDump::ToOomRecord() const {
   // Live requested bytes only where the dump printed requested sizes: the chunks' sizes stood in
   // for them, and equal to in use, they read as a measured "no internal waste".
   if (!requested_listed) r.present &= static_cast<std::uint16_t>(~kOomLiveRequested);
-  // Nor does a dump of which only the header (and the occupancy bar) survived, with no region, no
-  // chunk, no Stats block and no total_region_allocated_bytes_, give any byte count of the memory:
-  // the zeros above are unknowns.
-  if (chunks.empty() && regions.empty() && stats.fields == 0 && !total_region_allocated) {
-    r.present &= static_cast<std::uint16_t>(~(kOomReserved | kOomInUse | kOomLiveRequested | kOomFreeInRegions |
-                                              kOomLargestFree | kOomHeadroom | kOomChunkCount | kOomRegionCount));
-  }
+  // Nor are the numbers the dump does not give (a header and a bar, a Stats block without a reserved
+  // count: reserved_known and the others): assumptions, or zeros that are unknowns, are left out.
+  if (!reserved_known) r.present &= static_cast<std::uint16_t>(~(kOomReserved | kOomFreeInRegions | kOomHeadroom));
+  if (!in_use_known) r.present &= static_cast<std::uint16_t>(~(kOomInUse | kOomLiveRequested | kOomFreeInRegions));
+  if (!largest_free_known) r.present &= static_cast<std::uint16_t>(~kOomLargestFree);
+  if (chunks.empty() && regions.empty())
+    r.present &= static_cast<std::uint16_t>(~(kOomChunkCount | kOomRegionCount));
   return r;
 }
 

@@ -162,6 +162,12 @@ struct TfBfcDump {
   std::uint64_t unlisted_margin = 0;
   std::uint64_t unlisted_largest_free = 0;
   std::uint64_t listed_free = 0;     // the free chunks listed
+  // Which of the numbers above the dump gives rather than assumes (the OomRecord leaves the others
+  // out: null in JSON, not 0). reserved: it lists regions or prints a reserved count (else
+  // `reserved` is a bound or the limit, an assumption). in_use: chunks, Stats InUse, the summary
+  // by size or the bin lines give it, or the bar over known reserved bytes. largest_free: a free
+  // chunk it shows, Stats LargestFreeBlock, a whole chunk list, or the bar over known reserved bytes.
+  bool reserved_known = true, in_use_known = true, largest_free_known = true;
   bool host_memory = false;          // a pinned host allocator (cuda_host_bfc, gpu_host_bfc, ...)
   OomCause cause = OomCause::kCapacity;
   bool cause_known = false;          // false for fragments and header-only dumps without numbers
