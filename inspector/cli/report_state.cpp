@@ -65,10 +65,12 @@ void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& 
       fmt::print("  reserved but unallocated: {} (reserved less in use, by its own counts; where, it does not say)\n",
                  FormatBytes(*free));
   } else {
-    fmt::print("  listed{}: {} of {}, {} of {}\n",
+    fmt::print("  listed{}: {} of {}, {} of {}{}\n",
                s.layout_complete ? "" : " (incomplete: what follows counts only what is listed)",
                Count(s.regions, region), FormatBytes(s.layout_reserved), Count(s.chunks, "live chunk"),
-               FormatBytes(s.layout_in_use));
+               FormatBytes(s.layout_in_use),
+               s.chunks_outside == 0 ? std::string()
+                                     : fmt::format(" ({} of them outside every listed {})", s.chunks_outside, region));
     if (cut) {
       fmt::print("  not covered by a listed chunk: {} in {}{} (the chunk list is cut: not known to be free)\n",
                  FormatBytes(s.free_in_regions), Count(s.holes, "range"),
@@ -77,7 +79,9 @@ void PrintOne(const traces::TraceHeader& header, const analysis::StateFindings& 
       fmt::print("  reserved but unallocated: {} in {}{}\n", FormatBytes(s.free_in_regions), Count(s.holes, "free hole"),
                  s.holes == 0 ? std::string() : fmt::format(", the largest {}", FormatBytes(s.largest_hole)));
     }
-    if (pytorch) {
+    if (cut) {
+      // Regions, holes and pages of a cut listing are not known to be empty or free: nothing to add.
+    } else if (pytorch) {
       fmt::print("  {} in {} with nothing allocated: what torch.cuda.empty_cache() would return\n",
                  FormatBytes(s.empty_region_bytes), Count(s.empty_regions, "segment"));
       // Advice only where it applies and is not applied already: free whole pages to give back,
@@ -143,6 +147,7 @@ nlohmann::json StateJson(const analysis::StateFindings& s) {
                         {"free_at_least", optional(s.free_at_least)},
                         {"regions", s.regions},
                         {"chunks", s.chunks},
+                        {"chunks_outside_regions", s.chunks_outside},
                         {"free_in_regions", optional(free)},
                         {"holes", of_layout(s.holes)},
                         {"largest_hole", of_layout(s.largest_hole)},

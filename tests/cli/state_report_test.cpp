@@ -312,6 +312,43 @@ TEST_F(StateReport, UnknownNumbersAreNullAndKnownOnesAreComputed) {
   EXPECT_NE(converted.find("\"headroom\":null"), std::string::npos) << converted;
 }
 
+// A cut TF 2.2 list: two chunks lie outside the one region printed before them, and most of that
+// region is not covered by a listed chunk. The chunks are counted (outside every listed region);
+// the uncovered range is no free hole: not in the OOM's nearest holes, not a largest free.
+TEST_F(StateReport, AnUncoveredRangeOfACutListIsNoHole) {
+  const std::string log = Path("stray.log");
+  std::ofstream(log) << "W bfc_allocator.cc:419] Allocator (GPU_0_bfc) ran out of memory trying to allocate 128.0KiB "
+                        "(rounded to 131072).  Current allocation summary follows.\n"
+                        "I bfc_allocator.cc:898] Next region of size 1048576\n"
+                        "I bfc_allocator.cc:905] InUse at 0000000700000000 next 1 of size 1280\n"
+                        "I bfc_allocator.cc:905] InUse at 0000000700000500 next 2 of size 256\n"
+                        "I bfc_allocator.cc:905] InUse at 0000000733000000 next 77 of size 256\n"
+                        "I bfc_allocator.cc:905] InUse at 0000000733000100 next 78 of size 4096\n"
+                        "I bfc_allocator.cc:923] total_region_allocated_bytes_: 3145728 memory_limit_: 3145728 "
+                        "available bytes: 0\n"
+                        "I bfc_allocator.cc:929] Stats:\n"
+                        "Limit:                     3145728\n"
+                        "InUse:                     3080192\n";
+  const CliResult text = Run({"report", log});
+  ASSERT_EQ(text.code, 1) << text.err;
+  EXPECT_NE(text.out.find("1 region of 1.00 MiB, 4 live chunks of 5.75 KiB (2 of them outside every listed region)"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("holes nearest in size"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("free whole page"), std::string::npos) << text.out;
+  const CliResult json = Run({"report", log, "--json"});
+  ASSERT_EQ(json.code, 1) << json.err;
+  const auto device = nlohmann::json::parse(json.out)["devices"][0];
+  EXPECT_EQ(device["chunks"], 4);
+  EXPECT_EQ(device["chunks_outside_regions"], 2);
+  EXPECT_EQ(device["uncovered_bytes"], 1048576 - 1536);
+  EXPECT_TRUE(device["holes"].is_null());
+  EXPECT_TRUE(device["largest_free"].is_null());
+  EXPECT_EQ(device["free_in_regions"], 65536);  // its own counts: reserved 3145728 - in use 3080192
+  EXPECT_TRUE(device["ooms"][0]["nearest_holes"].empty());
+  EXPECT_TRUE(device["ooms"][0]["largest_free"].is_null());
+}
+
 TEST_F(StateReport, ReplayCompareAndMinLimitRefuseAStateUnlessAskedToAssumeAnOrder) {
   const std::string dump = Fixture("two_dumps_two_devices.log");
   for (const std::vector<std::string>& args :

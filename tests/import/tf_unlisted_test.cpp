@@ -180,5 +180,71 @@ TEST(TfUnlisted, BinsCountInUseChunksTheListLacks) {
   EXPECT_EQ(ct.header.source.states[0].free_at_least, std::nullopt);
 }
 
+// TF 2.2, its chunk list cut by its author: after the one "Next region of size" line that
+// survived, two chunks lie far outside that region (their own region's line was cut). They are
+// kept, outside every listed region, and the region is not credited with them.
+const char* const kStray =
+    "2020-06-23 19:38:17.000001: W tensorflow/core/common_runtime/bfc_allocator.cc:419] Allocator (GPU_0_bfc) ran "
+    "out of memory trying to allocate 128.0KiB (rounded to 131072).  Current allocation summary follows.\n"
+    "2020-06-23 19:38:17.000002: I tensorflow/core/common_runtime/bfc_allocator.cc:898] Next region of size 1048576\n"
+    "2020-06-23 19:38:17.000003: I tensorflow/core/common_runtime/bfc_allocator.cc:905] InUse at 0000000700000000 "
+    "next 1 of size 1280\n"
+    "2020-06-23 19:38:17.000003: I tensorflow/core/common_runtime/bfc_allocator.cc:905] InUse at 0000000700000500 "
+    "next 2 of size 256\n"
+    ".... many lines cut here\n"
+    "2020-06-23 19:38:18.000001: I tensorflow/core/common_runtime/bfc_allocator.cc:905] InUse at 0000000733000000 "
+    "next 77 of size 256\n"
+    "2020-06-23 19:38:18.000001: I tensorflow/core/common_runtime/bfc_allocator.cc:905] InUse at 0000000733000100 "
+    "next 18446744073709551615 of size 4096\n"
+    "2020-06-23 19:38:18.000002: I tensorflow/core/common_runtime/bfc_allocator.cc:923] total_region_allocated_bytes_: "
+    "3145728 memory_limit_: 3145728 available bytes: 0 curr_region_allocation_bytes_: 4194304\n"
+    "2020-06-23 19:38:18.000003: I tensorflow/core/common_runtime/bfc_allocator.cc:929] Stats:\n"
+    "Limit:                     3145728\n"
+    "InUse:                     3080192\n"
+    "MaxInUse:                  3080192\n"
+    "NumAllocs:                     77\n"
+    "MaxAllocSize:              1048576\n";
+
+TEST(TfUnlisted, ChunksOutsideTheRegionPrintedBeforeThemAreKept) {
+  const auto dumps = ParseTfBfcLog(kStray, "stray.log");
+  ASSERT_EQ(dumps.size(), 1u);
+  const TfBfcDump& d = dumps[0];
+  EXPECT_TRUE(d.errors.empty());
+  ASSERT_EQ(d.chunks.size(), 4u);
+  ASSERT_EQ(d.regions.size(), 1u);
+  EXPECT_EQ(d.regions[0].address, 0x700000000u);
+  EXPECT_EQ(d.regions[0].size, 1048576u);
+  EXPECT_EQ(d.regions[0].chunk_count, 2u);
+  EXPECT_EQ(d.listed_in_use, 1280u + 256 + 256 + 4096);  // the stray chunks are in use all the same
+  EXPECT_TRUE(HasWarning(d.warnings, "stray.log:6: 2 chunks listed after the region at 0x700000000 (line 2) lie "
+                                     "outside its 1048576 bytes, the first at 0x733000000: kept outside every listed "
+                                     "region"))
+      << Join(d.warnings);
+  EXPECT_TRUE(HasWarning(d.warnings, "cover 1536 of its 1048576 bytes")) << Join(d.warnings);
+  EXPECT_FALSE(HasWarning(d.warnings, "do not follow each other")) << Join(d.warnings);
+  EXPECT_EQ(d.in_use, 3080192u);  // Stats InUse: the list is cut
+  EXPECT_EQ(d.cause, OomCause::kCapacity);  // 3080192 + 131072 > 3145728
+
+  const Trace t = TfBfcDumpsToTrace(dumps, "stray.log");
+  std::size_t allocs = 0, outside = 0;
+  for (const Event& e : t.events) {
+    if (e.type != EventType::kAlloc) continue;
+    ++allocs;
+    if (e.region == 0) {
+      ++outside;
+      EXPECT_GE(e.address, 0x733000000u);
+    }
+  }
+  EXPECT_EQ(allocs, 4u);
+  EXPECT_EQ(outside, 2u);
+  const Event* oom = FindOom(t);
+  ASSERT_NE(oom, nullptr);
+  EXPECT_FALSE(oom->oom.Has(kOomLargestFree));  // no free chunk listed: unknown, not the unlisted range
+  const StateSummary& s = t.header.source.states[0];
+  EXPECT_FALSE(s.layout_complete);
+  EXPECT_EQ(s.largest_free, std::nullopt);
+  EXPECT_NE(s.missing.find("2 of the chunks it lists lie outside every listed region"), std::string::npos) << s.missing;
+}
+
 }  // namespace
 }  // namespace fragscope::traces

@@ -75,6 +75,7 @@ std::vector<StateFindings> FindStates(const TimelineModel& model, const std::vec
         }
       }
       f.chunks += state.outside_regions.size();
+      f.chunks_outside = state.outside_regions.size();
     }
     const bool has_layout = f.regions > 0 || f.chunks > 0;
     f.in_use_from_summary = summary.in_use.has_value();

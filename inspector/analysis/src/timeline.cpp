@@ -168,8 +168,18 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
     diagnosis.report.tag = e.tag;
     diagnosis.framework_advice = AdviceInFrameworkTerms(impl_->header, diagnosis.report.numbers.cause);
 
+    // A state whose layout is incomplete (a cut dump) has ranges its listing left out: not known
+    // to be free, so no hole is named (the state summary of the moment says whether it is whole).
+    const traces::StateSummary* moment = nullptr;
+    for (const traces::StateSummary& s : impl_->header.source.states) {
+      if (s.device == device && s.at_seq >= e.seq) {
+        moment = &s;
+        break;
+      }
+    }
     std::vector<Hole> holes;
     for (const RegionState& region : state.regions) {
+      if (moment != nullptr && !moment->layout_complete) break;
       holes.insert(holes.end(), region.holes.begin(), region.holes.end());
     }
     auto distance = [want](const Hole& h) { return h.size > want ? h.size - want : want - h.size; };

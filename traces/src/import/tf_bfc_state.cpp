@@ -48,17 +48,34 @@ void BuildRegions(TfBfcDump& d, const Warner& warn) {
       continue;
     }
     r.address = d.chunks[r.first_chunk].address;
+    const std::uint64_t region_end = CheckedAdd(r.address, r.size).value_or(UINT64_MAX);
     // Each chunk is at most kMaxBytes and ends inside the address space (checked where parsed);
-    // their sum is checked here.
+    // their sum is checked here. A chunk listed after the region but outside its printed range
+    // belongs to a region whose line is not in the log (a cut list): it is kept, outside every
+    // listed region, and the range it is not in is not counted as its.
     std::uint64_t sum = 0;
     bool contiguous = true;
     bool overflow = false;
+    std::size_t outside = 0;
+    const TfBfcChunk* first_outside = nullptr;
+    const TfBfcChunk* previous = nullptr;
     for (std::size_t c = r.first_chunk; c < end; ++c) {
-      if (const auto next = CheckedAdd(sum, d.chunks[c].size)) sum = *next;
+      const TfBfcChunk& chunk = d.chunks[c];
+      if (chunk.address < r.address || chunk.address >= region_end || chunk.size > region_end - chunk.address) {
+        if (outside++ == 0) first_outside = &chunk;
+        continue;
+      }
+      if (const auto next = CheckedAdd(sum, chunk.size)) sum = *next;
       else overflow = true;
-      if (c > r.first_chunk && d.chunks[c - 1].address + d.chunks[c - 1].size != d.chunks[c].address)
-        contiguous = false;
+      if (previous != nullptr && previous->address + previous->size != chunk.address) contiguous = false;
+      previous = &chunk;
     }
+    if (outside > 0)
+      warn(first_outside->line,
+           fmt::format("{} chunk{} listed after the region at {:#x} (line {}) lie{} outside its {} bytes, the first "
+                       "at {:#x}: kept outside every listed region (the region that holds {} is not in the log)",
+                       outside, outside == 1 ? "" : "s", r.address, r.line, outside == 1 ? "s" : "", r.size,
+                       first_outside->address, outside == 1 ? "it" : "them"));
     if (overflow || !IsRepresentableSize(sum)) {
       warn.Error(d.chunks[r.first_chunk].line,
                  fmt::format("the chunks listed for the region at {:#x} (line {}) add up to {}: more "

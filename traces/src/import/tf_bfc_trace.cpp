@@ -92,11 +92,13 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
   }
   const bool unlisted = d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0;
   if (d.unlisted_free_chunks > 0) s.free_at_least = d.listed_free + d.unlisted_free_bytes;
-  std::uint64_t listed = 0, covered = 0;
+  std::uint64_t listed = 0, covered = 0, in_regions = 0;
   for (const TfBfcRegion& r : d.regions) {
     listed += r.size;
+    in_regions += r.chunk_count;
     for (std::size_t c = r.first_chunk; c < r.first_chunk + r.chunk_count; ++c) covered += d.chunks[c].size;
   }
+  const std::size_t outside = d.chunks.size() - std::min<std::size_t>(in_regions, d.chunks.size());
   std::vector<std::string> missing;
   // What the listed layout adds up to (in_use and reserved above are the Stats block's where the
   // chunk list was cut).
@@ -118,6 +120,10 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
                                     FormatBytes(d.listed_reserved), FormatBytes(printed_reserved)));
     }
   }
+  if (outside > 0)
+    missing.push_back(fmt::format("{} of the chunks it lists lie outside every listed region (the regions that hold "
+                                  "them are not in the log)",
+                                  outside));
   if (unlisted) {
     const char* about = d.unlisted_margin > 0 ? "about " : "";
     std::string what;
@@ -155,7 +161,7 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
     if (std::string bar = BarFractions(d.occupancy); !bar.empty()) missing.push_back(std::move(bar));
   s.layout_complete = (!d.regions.empty() || !d.chunks.empty()) && covered >= listed &&
                       (!d.stats.in_use || *d.stats.in_use == d.listed_in_use) &&
-                      printed_reserved <= d.listed_reserved && !unlisted && !summary_beyond;
+                      printed_reserved <= d.listed_reserved && !unlisted && !summary_beyond && outside == 0;
   // An incomplete layout's holes are not known to be free: the largest free chunk it shows (listed,
   // or in the bin lines and the Chunk State table) is a lower bound.
   if (!s.layout_complete && !s.largest_free) {
@@ -263,6 +269,21 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
         a.alloc_id = ++alloc_id;
         state.allocs.push_back(a);
       }
+    }
+    // Chunks the dump lists outside every listed region (their region's line was cut from the log):
+    // live all the same, laid out with no region.
+    std::vector<bool> in_region(d.chunks.size(), false);
+    for (const TfBfcRegion& region : d.regions)
+      for (std::size_t c = region.first_chunk; c < region.first_chunk + region.chunk_count; ++c) in_region[c] = true;
+    for (std::size_t c = 0; c < d.chunks.size(); ++c) {
+      const TfBfcChunk& chunk = d.chunks[c];
+      if (in_region[c] || !chunk.in_use) continue;
+      Event& a = b.Add(EventType::kAlloc, device, now);
+      a.address = chunk.address;
+      a.size = chunk.requested != 0 ? chunk.requested : chunk.size;
+      a.rounded = chunk.size;
+      a.alloc_id = ++alloc_id;
+      state.allocs.push_back(a);
     }
     if (d.has_header) {
       Event& o = b.Add(EventType::kOom, device, now);

@@ -31,6 +31,7 @@ struct StateFindings {
   // The layout (what the evidence listed).
   std::uint64_t regions = 0;
   std::uint64_t chunks = 0;                 // live chunks
+  std::uint64_t chunks_outside = 0;         // of them, outside every listed region
   std::uint64_t layout_in_use = 0;
   std::uint64_t layout_reserved = 0;
   std::uint64_t free_in_regions = 0;        // reserved but unallocated, in the layout
