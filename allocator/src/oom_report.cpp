@@ -106,10 +106,13 @@ OomReport DiagnoseOom(std::uint32_t device, const traces::OomRecord& numbers,
           "the device refused a new region for {} although {} of the {} limit are reserved: the "
           "device has less free memory than the limit assumes (another process holds it)",
           rounded, FormatBytes(n.reserved), FormatBytes(n.limit));
+      // A region does not grow in place: the request is served from a new region, which must fit
+      // whole in what the device has free (a free hole smaller than the request does not help).
       report.suggestion = fmt::format(
-          "set the limit to what the device really has free, or stop the other process; at least "
-          "{} more must be available to the allocator",
-          FormatBytes(n.rounded > n.largest_free ? n.rounded - n.largest_free : 0));
+          "set the limit to what the device really has free, or stop the other process; regions do "
+          "not grow in place, so the device must have at least {} free for a new region that holds "
+          "the request",
+          rounded);
       break;
     case OomCause::kUnknown:
       // Never from the numbers (ClassifyOom decides between the four above); evidence from

@@ -122,6 +122,13 @@ TEST(Oom, BackingRefusesBelowTheLimit) {
   EXPECT_EQ(report.cause(), OomCause::kBacking);
   EXPECT_EQ(report.numbers.limit, 512 * MiB);
   EXPECT_NE(report.explanation.find("another process"), std::string::npos) << report.explanation;
+  // A region does not grow in place: what the device must have free is a new region for the whole
+  // request, not the request less the largest free hole.
+  EXPECT_NE(report.suggestion.find("regions do not grow in place, so the device must have at least 64.00 MiB free "
+                                   "for a new region that holds the request"),
+            std::string::npos)
+      << report.suggestion;
+  EXPECT_EQ(report.suggestion.find("more must be available"), std::string::npos) << report.suggestion;
   // The halving retry still serves requests that fit what the device has left.
   void* small = allocator.Allocate(30 * MiB);
   allocator.CheckInvariants();

@@ -359,6 +359,28 @@ TEST(TfBfcLogHostile, TensorShapesThatGiveNoSizeAreWarnings) {
     EXPECT_EQ(d.rounded, 1024u);
     EXPECT_EQ(d.cause, OomCause::kCapacity);
   }
+  // TF <= 1.4 prints no type: one warning that says so (not "of type ?"), although the op's line
+  // and the traceback both print the shape; the tag has no trailing blank.
+  {
+    std::string text = Hostile(18, "W] Resource exhausted: OOM when allocating tensor with shape[16,16]");
+    text += "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+            "shape[16,16]\n";
+    const auto d = ParseTfBfcLog(text, "h.log");
+    ASSERT_EQ(d.size(), 1u);
+    std::size_t warned = 0;
+    for (const std::string& w : d[0].warnings) warned += w.find("the tensor shape [16,16]") != std::string::npos;
+    EXPECT_EQ(warned, 1u) << JoinWarnings(d[0].warnings);
+    EXPECT_TRUE(HasWarning(d[0].warnings, "h.log:18: the tensor shape [16,16] (no element type printed): its size in "
+                                          "bytes is unknown: not taken as the request"))
+        << JoinWarnings(d[0].warnings);
+    EXPECT_FALSE(HasWarning(d[0].warnings, "of type ?")) << JoinWarnings(d[0].warnings);
+    EXPECT_EQ(d[0].op, "MatMul");  // the header's op stands
+    const auto bare = ParseTfBfcLog("W] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00KiB.\n"
+                                    "W] OOM when allocating tensor with shape[16,16]\n",
+                                    "b.log");
+    ASSERT_EQ(bare.size(), 1u);
+    EXPECT_EQ(bare[0].op, "shape[16,16]");
+  }
   // A zero dimension makes an overflowing product empty; a scalar is one element.
   {
     const auto d = ParseTfBfcLog(

@@ -137,6 +137,7 @@ class Scanner {
     not_failure_.push_back(false);
     addresses_.clear();
     summary_sizes_.clear();
+    shapes_warned_.clear();
     in_stats_ = false;
     complete_ = false;
     TfBfcDump& d = dumps_.back();
@@ -493,9 +494,10 @@ class Scanner {
       type = after.substr(q + 5);
       type = type.substr(0, type.find(' '));
     }
-    if (d->op.empty()) d->op = fmt::format("shape[{}] {}", dims, type);
-    const std::string shape =
-        fmt::format("the tensor shape [{}] of type {}", dims, type.empty() ? "?" : type);
+    if (d->op.empty()) d->op = type.empty() ? fmt::format("shape[{}]", dims) : fmt::format("shape[{}] {}", dims, type);
+    // TF <= 1.4 prints the shape without its type ("shape[128,225,225,3]").
+    const std::string shape = type.empty() ? fmt::format("the tensor shape [{}] (no element type printed)", dims)
+                                           : fmt::format("the tensor shape [{}] of type {}", dims, type);
     // shape[] is a scalar: one element.
     std::uint64_t elements = 1;
     bool too_many = false;
@@ -521,14 +523,17 @@ class Scanner {
     }
     const std::uint64_t width = DtypeBytes(type);
     std::optional<std::uint64_t> bytes;
-    if (problem.empty() && width == 0) problem = "no known element size for the type";
+    if (problem.empty() && width == 0)
+      problem = type.empty() ? "its size in bytes is unknown" : "no known element size for the type";
     if (problem.empty()) {
       bytes = too_many ? std::nullopt : CheckedMul(elements, width);
       if (!bytes) problem = "more than 2^64 bytes";
       else if (!IsRepresentableSize(*bytes)) problem = OversizeMessage(*bytes);
     }
     if (!problem.empty()) {
-      Warn(*d, fmt::format("{}: {}: not taken as the request", shape, problem));
+      // The op's line and the traceback print the same shape: one warning for it.
+      std::string message = fmt::format("{}: {}: not taken as the request", shape, problem);
+      if (shapes_warned_.insert(message).second) Warn(*d, message);
       return;
     }
     ExactRequest(*bytes, "the tensor shape of the OOM line");
@@ -577,6 +582,7 @@ class Scanner {
   std::vector<bool> not_failure_;
   std::unordered_set<std::uint64_t> addresses_;  // chunk addresses of the current dump
   std::unordered_set<std::uint64_t> summary_sizes_;  // sizes its "Chunks of size" lines gave
+  std::unordered_set<std::string> shapes_warned_;   // tensor shapes it could not take, as warned
   std::size_t line_ = 0;
   bool in_stats_ = false;
   bool complete_ = false;  // the current dump's occupancy bar was printed: nothing more follows
