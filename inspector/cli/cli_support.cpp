@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -86,7 +87,8 @@ void RefuseStandardOutput(const std::string& path, const std::string& what) {
                                what));
 }
 
-std::string FormatRatio(double value) { return fmt::format("{:.2f}", value); }
+// Not a number (a ratio the evidence cannot give, metrics.hpp) is "-".
+std::string FormatRatio(double value) { return std::isfinite(value) ? fmt::format("{:.2f}", value) : "-"; }
 
 nlohmann::json OomJson(const analysis::OomDiagnosis& oom) {
   nlohmann::json holes = nlohmann::json::array();

@@ -319,6 +319,7 @@ int RunCompare(const CompareOptions& command) {
         before.blocks += b->blocks;
         before.bytes += b->bytes;
         before.requested += b->requested;
+        before.blocks_known = before.blocks_known && b->blocks_known;
       }
     }
     row.peak_load = full_load;
@@ -380,7 +381,9 @@ int RunCompare(const CompareOptions& command) {
     nlohmann::json out{{"trace", command.trace}, {"events", sequence.ops.size()}, {"peak_load", load},
                        {"recorded", recorded}, {"configurations", rows}};
     if (before.blocks > 0)
-      out["before_recording"] = {{"blocks", before.blocks}, {"bytes", before.bytes}, {"requested", before.requested}};
+      out["before_recording"] = {
+          {"blocks", before.blocks_known ? nlohmann::json(before.blocks) : nlohmann::json(nullptr)},
+          {"bytes", before.bytes}, {"requested", before.requested}};
     fmt::print("{}\n", out.dump(2));
     return kOk;
   }
@@ -424,8 +427,9 @@ int RunCompare(const CompareOptions& command) {
                "  finds that)\n");
   }
   if (like_for_like) {
-    fmt::print("like-for-like: overhead of the recorded window, without the {} in {} blocks that were "
-               "live before recording started\n", FormatBytes(before.bytes), before.blocks);
+    fmt::print("like-for-like: overhead of the recorded window, without the {}{} that were "
+               "live before recording started\n", FormatBytes(before.bytes),
+               before.blocks_known ? fmt::format(" in {} blocks", before.blocks) : "");
   }
   return kOk;
 }

@@ -1,4 +1,5 @@
 // `fragscope report --json`: the ReportView as one JSON document, in the shape docs/cli.md fixes.
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,9 +72,11 @@ void PrintReportJson(const ReportView& view) {
       }
     }
     if (const auto before = analysis::BeforeRecordingOf(header, devices[i]); before && !state) {
+      // blocks: null where the evidence gives bytes only (torch.profiler's Total Allocated).
       device["before_recording"] = {
-          {"blocks", before->blocks}, {"bytes", before->bytes}, {"requested", before->requested}};
-      if (metrics[i].peak_load > before->requested) {
+          {"blocks", before->blocks_known ? nlohmann::json(before->blocks) : nlohmann::json(nullptr)},
+          {"bytes", before->bytes}, {"requested", before->requested}};
+      if (metrics[i].peak_load > before->requested && metrics[i].peak_reserved > 0) {
         device["before_recording"]["overhead_like_for_like"] =
             before->LikeForLikeOverhead(metrics[i].peak_reserved, metrics[i].peak_load);
       }
@@ -83,7 +86,7 @@ void PrintReportJson(const ReportView& view) {
     if (!state && i < view.fragmentation.size() && view.fragmentation[i]) {
       const analysis::FragmentationSummary& f = *view.fragmentation[i];
       device["fragmentation_over_time"] =
-          metrics[i].peak_reserved == 0
+          metrics[i].peak_reserved == 0 || std::isnan(metrics[i].fragmentation_at_peak)
               ? nlohmann::json(nullptr)
               : nlohmann::json{{"highest", f.highest},
                                {"highest_event", f.highest_event},

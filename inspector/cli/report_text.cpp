@@ -69,14 +69,23 @@ void PrintReportText(const ReportView& view) {
     const auto before = analysis::BeforeRecordingOf(header, devices[i]);
     if (!before || before->blocks == 0) continue;
     const analysis::DeviceMetrics& m = metrics[i];
+    // "in 31 blocks"; nothing where the evidence gives bytes only (torch.profiler's totals).
+    const std::string blocks =
+        before->blocks_known ? fmt::format(" in {} block{}", before->blocks, before->blocks == 1 ? "" : "s") : "";
     if (m.peak_load <= before->requested) {
-      fmt::print("device {}: all {} in {} blocks were live before recording started (no allocation "
-                 "during recording adds to them)\n", devices[i], FormatBytes(before->bytes), before->blocks);
+      fmt::print("device {}: all {}{} were live before recording started (no allocation "
+                 "during recording adds to them)\n", devices[i], FormatBytes(before->bytes), blocks);
       continue;
     }
-    fmt::print("device {}: {} in {} blocks were live before recording started; without them, the "
+    if (m.peak_reserved == 0) {  // no reserved memory recorded: no overhead to give
+      fmt::print("device {}: {}{} were live before recording started (counted in peak LOAD and in use; "
+                 "peak LOAD less them: {})\n",
+                 devices[i], FormatBytes(before->bytes), blocks, FormatBytes(m.peak_load - before->requested));
+      continue;
+    }
+    fmt::print("device {}: {}{} were live before recording started; without them, the "
                "recorded window's peak reserved is {} for a peak LOAD of {}: overhead {} (like for like)\n",
-               devices[i], FormatBytes(before->bytes), before->blocks,
+               devices[i], FormatBytes(before->bytes), blocks,
                FormatBytes(m.peak_reserved > before->bytes ? m.peak_reserved - before->bytes : 0),
                FormatBytes(m.peak_load > before->requested ? m.peak_load - before->requested : 0),
                FormatRatio(before->LikeForLikeOverhead(m.peak_reserved, m.peak_load)));

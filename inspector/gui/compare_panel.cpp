@@ -2,6 +2,7 @@
 #include "panels.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <imgui_stdlib.h>
@@ -172,7 +173,7 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
       if (reserved_known) ImGui::Text("%.2f", m.utilization_at_peak);
       else ImGui::TextUnformatted("-");
       ImGui::TableNextColumn();
-      if (reserved_known) ImGui::Text("%.2f", m.fragmentation_at_peak);
+      if (reserved_known && !std::isnan(m.fragmentation_at_peak)) ImGui::Text("%.2f", m.fragmentation_at_peak);
       else ImGui::TextUnformatted("-");
       ImGui::TableNextColumn();
       ImGui::Text("%llu", static_cast<unsigned long long>(m.ooms));

@@ -434,8 +434,10 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
         [&](int c) { return y_of(min_[s][static_cast<std::size_t>(c)]) + 1; }, series_colour[s]);
   }
   // Fragmentation on its own scale, over the byte series: 0 at the bottom row, 1 at the top.
-  // Without recorded regions there are no holes: the series would be a flat, false 0.
-  fragmentation_drawn_ = show_fragmentation && frag_valid_ && !document.ReservedUnknown(selection.device);
+  // Without recorded regions, or with reserved memory given as a total only, the holes are unknown:
+  // the series would be a flat, false 0.
+  fragmentation_drawn_ = show_fragmentation && frag_valid_ && !document.ReservedUnknown(selection.device) &&
+                         !model.header().source.ReservedWithoutLayout(selection.device);
   if (fragmentation_drawn_) {
     const auto row = [&](float f) { return static_cast<float>(std::round(y1 - static_cast<double>(f) * plot_h)); };
     const int n = std::min(width, static_cast<int>(frag_max_.size()));

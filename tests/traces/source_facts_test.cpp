@@ -26,7 +26,8 @@ TraceHeader StateHeader() {
   h.source.settings = {{"allow_growth", "true"}, {"allow_growth", "repeated"}};
   h.source.rounding = 256;
   h.source.reconstructed_events = 34;
-  h.source.before_recording = {{3, 31, 8'781'824, 8'771'952}};
+  h.source.before_recording = {{3, 31, 8'781'824, 8'771'952}, {4, 2, 1'000'000, 1'000'000, false}};
+  h.source.reserved_without_layout = {4, 7};
   StateSummary s;
   s.device = 0;
   s.moment = "at the OOM on line 412";

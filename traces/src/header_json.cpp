@@ -58,7 +58,9 @@ nlohmann::ordered_json SourceToJson(const SourceFacts& source) {
   for (const auto& b : source.before_recording) {
     out["before_recording"].push_back(
         {{"device", b.device}, {"blocks", b.blocks}, {"bytes", b.bytes}, {"requested", b.requested}});
+    if (!b.blocks_known) out["before_recording"].back()["blocks_known"] = false;
   }
+  for (std::uint32_t device : source.reserved_without_layout) out["reserved_without_layout"].push_back(device);
   for (const auto& s : source.states) {
     nlohmann::ordered_json state = {{"device", s.device}, {"moment", s.moment}, {"at_seq", s.at_seq}};
     const auto put = [&](const char* key, const std::optional<std::uint64_t>& value) {
@@ -97,7 +99,9 @@ void CheckKeys(const json& object, bool strict, std::initializer_list<std::strin
 SourceFacts SourceFromJson(const json& in, bool strict) {
   constexpr const char* kWhere = "header: source: ";
   if (!in.is_object()) throw std::runtime_error("header: \"source\" must be an object");
-  CheckKeys(in, strict, {"allocator", "settings", "rounding", "reconstructed_events", "before_recording", "states"},
+  CheckKeys(in, strict,
+            {"allocator", "settings", "rounding", "reconstructed_events", "before_recording", "reserved_without_layout",
+             "states"},
             kWhere);
   SourceFacts out;
   out.allocator = GetString(in, "allocator", kWhere);
@@ -116,6 +120,16 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
                                     GetUnsigned(b, "blocks", kAt, UINT64_MAX),
                                     GetUnsigned(b, "bytes", kAt, UINT64_MAX),
                                     GetUnsigned(b, "requested", kAt, UINT64_MAX)});
+    if (const auto it = b.find("blocks_known"); it != b.end() && !it->is_null()) {
+      if (!it->is_boolean()) throw std::runtime_error("header: source: before_recording: \"blocks_known\" must be true or false");
+      out.before_recording.back().blocks_known = it->get<bool>();
+    }
+  }
+  for (const auto& d : ArrayAt(in, "reserved_without_layout", kWhere)) {
+    if (!d.is_number_unsigned() || d.get<std::uint64_t>() > UINT32_MAX) {
+      throw std::runtime_error("header: source: \"reserved_without_layout\" must list device indices");
+    }
+    out.reserved_without_layout.push_back(d.get<std::uint32_t>());
   }
   for (const auto& s : ArrayAt(in, "states", kWhere)) {
     if (!s.is_object()) throw std::runtime_error("header: source: each state must be an object");

@@ -9,6 +9,7 @@
 #include "fragscope/analysis/timeline.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -62,7 +63,11 @@ std::unique_ptr<TimelineModel> TimelineModel::Build(const traces::TraceHeader& h
     if (d.peak_reserved_event == kNone) continue;
     const MemoryState state = timeline_detail::StateAt(m, d.id, d.peak_reserved_event);
     d.metrics.utilization_at_peak = Utilization(d.in_use_at_peak_reserved, d.metrics.peak_reserved);
-    d.metrics.fragmentation_at_peak = ExternalFragmentation(state.largest_hole, state.free_in_regions);
+    // Where the evidence gives reserved memory as a total only, the holes are unknown: NaN, which
+    // reports print as "-" and JSON as null (metrics.hpp).
+    d.metrics.fragmentation_at_peak = header.source.ReservedWithoutLayout(d.id)
+                                          ? std::numeric_limits<double>::quiet_NaN()
+                                          : ExternalFragmentation(state.largest_hole, state.free_in_regions);
   }
   return model;
 }

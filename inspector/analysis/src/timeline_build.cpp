@@ -53,6 +53,9 @@ struct DeviceBuild {
   bool dirty = false;                    // in Indexer::dirty_ (changed since its last keyframe)
   std::uint64_t block = ~std::uint64_t{0};  // the 64-event block that min and max belong to
   bool had_regions = false;
+  // Reserved memory the evidence gives as a total only (SourceFacts::reserved_without_layout): its
+  // regions are invented, so no allocation is ever in one, and that is no finding.
+  bool layout_unknown = false;
   std::shared_ptr<const KeyState> last;
   std::array<WarnCount, kWarnKinds> warn;
 };
@@ -135,7 +138,7 @@ void Indexer::Alloc(DeviceBuild& b, DeviceData& d, std::uint64_t j, Record& r) {
   // sizes are the evidence's word and may each be up to 4 EiB above their chunk.
   b.value[0] += rounded;
   b.value[2] = traces::AddOrThrow(b.value[2], r.size, "live requested bytes");
-  if (b.had_regions) {
+  if (b.had_regions && !b.layout_unknown) {
     auto it = b.regions.upper_bound(a);
     if (it == b.regions.begin() || std::prev(it)->first + std::prev(it)->second <= a) {
       Count(b, kOutside, j, a);
@@ -318,7 +321,7 @@ void Indexer::Keyframes(std::uint64_t after) {
 void Indexer::AddDevices() {
   const auto& ids = m_.store.device_ids();
   for (std::size_t i = builds_.size(); i < ids.size(); ++i) {
-    builds_.emplace_back();
+    builds_.emplace_back().layout_unknown = m_.header.source.ReservedWithoutLayout(ids[i]);
     DeviceData& d = m_.device_data.emplace_back();
     d.id = ids[i];
     d.index = static_cast<std::uint16_t>(i);

@@ -276,6 +276,12 @@ void BuildFragmentation(const ModelData& m, FragmentationData* out) {
   std::vector<DevicePass> passes(m.device_data.size());
   out->devices.assign(m.device_data.size(), {});
   std::vector<std::uint16_t> touched;  // devices with events in the current 64-event block
+  // Regions of reserved memory given as a total only (SourceFacts::reserved_without_layout) are
+  // invented: their holes are none of the evidence's, so such a device has no free memory here.
+  std::vector<bool> layout_unknown(m.device_data.size());
+  for (std::size_t i = 0; i < m.device_data.size(); ++i) {
+    layout_unknown[i] = m.header.source.ReservedWithoutLayout(m.device_data[i].id);
+  }
   for (std::uint64_t j = 0; j < n; ++j) {
     const Record& r = store.record(j);
     DevicePass& p = passes[r.device];
@@ -293,10 +299,12 @@ void BuildFragmentation(const ModelData& m, FragmentationData* out) {
         case EventType::kAlloc: h.Alloc(r.address, r.address + store.EffectiveRounded(j)); break;
         case EventType::kFree: h.Free(r.address); break;
         case EventType::kRegionReserve:
-        case EventType::kMap: h.Reserve(r.address, r.size, r.flags & kMerge, r.flags & kMergeNext); break;
+        case EventType::kMap:
+          if (!layout_unknown[r.device]) h.Reserve(r.address, r.size, r.flags & kMerge, r.flags & kMergeNext);
+          break;
         case EventType::kRegionRelease:
         case EventType::kUnmap:
-          h.Release(r.address, r.address + r.size < r.address ? kMaxU64 - r.address : r.size);
+          if (!layout_unknown[r.device]) h.Release(r.address, r.address + r.size < r.address ? kMaxU64 - r.address : r.size);
           break;
         default: break;
       }

@@ -1,7 +1,7 @@
-// torch.profiler Chrome traces with memory events → fragscope events (torch_profiler.hpp). The JSON
-// is read with a SAX handler that keeps only what becomes events — the "[memory]" instants, the
-// operator spans around them and the device properties — so a trace of a few hundred megabytes does
-// not become a DOM ten times its size.
+// torch.profiler Chrome traces with memory events → fragscope events (torch_profiler.hpp).
+// torch_profiler_json.cpp reads what matters out of the JSON; this file pairs frees with
+// allocations, lays out what was live before the profiled window (from "Total Allocated") and the
+// reserved memory (from "Total Reserved"), and tags each allocation with the operator around it.
 #include "fragscope/traces/torch_profiler.hpp"
 
 #include <algorithm>
@@ -9,230 +9,25 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "fragscope/traces/byte_math.hpp"
 #include "gzip_text.hpp"
+#include "torch_profiler_json.hpp"
 #include "trace_builder.hpp"
 
 namespace fragscope::traces {
 namespace {
 
-using nlohmann::json;
+using namespace profiler;
 
-// c10::DeviceType values the profiler writes as "Device Type".
-constexpr std::int64_t kCpu = 0;
-constexpr std::int64_t kCuda = 1;
 // Devices other than CUDA get indices apart from the GPUs' own: the CPU is 1,000,000, another
 // type T with id I is 1,000,000 + 1,000 × T + I.
 constexpr std::uint32_t kOtherDevices = 1'000'000;
-
-struct MemoryEvent {
-  double ts = 0;                 // µs, as written
-  std::string tid;
-  std::int64_t device_type = kCpu;
-  std::int64_t device_id = -1;
-  std::int64_t bytes = 0;        // negative: a free
-  std::optional<std::uint64_t> addr;
-  std::uint64_t order = 0;       // position in the file
-};
-
-struct Span {
-  double begin = 0, end = 0;     // µs
-  std::string tid;
-  std::string name;
-  std::uint64_t order = 0;
-};
-
-struct GpuProperties {
-  std::string name;
-  std::uint64_t memory = 0;
-};
-
-// What one event object of traceEvents says that matters here.
-struct EventFields {
-  std::string name, ph, cat, tid;
-  std::optional<double> ts, dur;
-  std::optional<std::int64_t> device_type, device_id, bytes;
-  std::optional<std::uint64_t> addr;
-  void Clear() { *this = EventFields(); }
-};
-
-enum class Role { kOther, kRoot, kEvents, kEvent, kArgs, kDevices, kDevice };
-
-class Handler : public nlohmann::json_sax<json> {
- public:
-  Handler(const std::string& name, const ReadLimits& limits) : name_(name), limits_(limits) {}
-
-  std::vector<MemoryEvent> memory;
-  std::vector<Span> ops;
-  std::vector<Span> steps;
-  std::map<std::int64_t, GpuProperties> gpus;
-  std::uint64_t events_seen = 0;
-
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t value) override { return Number(static_cast<double>(value), value, std::nullopt); }
-  bool number_unsigned(number_unsigned_t value) override {
-    const std::optional<std::int64_t> as_signed =
-        value <= static_cast<std::uint64_t>(INT64_MAX) ? std::optional(static_cast<std::int64_t>(value)) : std::nullopt;
-    return Number(static_cast<double>(value), as_signed, value);
-  }
-  bool number_float(number_float_t value, const string_t&) override {
-    return Number(value, std::nullopt, std::nullopt, true);
-  }
-  bool string(string_t& value) override {
-    if (stack_.empty()) return true;
-    const Frame& top = stack_.back();
-    if (top.role == Role::kEvent) {
-      if (top.key == "name") event_.name = value;
-      else if (top.key == "ph") event_.ph = value;
-      else if (top.key == "cat") event_.cat = value;
-      else if (top.key == "tid") event_.tid = value;
-      else if (top.key == "ts") event_.ts = ParseNumber(value);
-      else if (top.key == "dur") event_.dur = ParseNumber(value);
-    } else if (top.role == Role::kArgs && top.key == "Addr") {
-      // Some versions write the address as a string ("0x7f..." or decimal).
-      try {
-        std::size_t used = 0;
-        const unsigned long long a = std::stoull(value, &used, 0);
-        if (used == value.size()) event_.addr = a;
-      } catch (const std::exception&) {
-      }
-    } else if (top.role == Role::kDevice && top.key == "name") {
-      device_name_ = value;
-    }
-    return true;
-  }
-  bool binary(binary_t&) override { return true; }
-  bool key(string_t& value) override {
-    stack_.back().key = value;
-    return true;
-  }
-  bool start_object(std::size_t) override {
-    Role role = Role::kOther;
-    if (stack_.empty()) role = Role::kRoot;
-    else if (stack_.back().role == Role::kEvents) role = Role::kEvent;
-    else if (stack_.back().role == Role::kEvent && stack_.back().key == "args") role = Role::kArgs;
-    else if (stack_.back().role == Role::kDevices) role = Role::kDevice;
-    if (role == Role::kEvent) event_.Clear();
-    if (role == Role::kDevice) device_id_.reset(), device_memory_ = 0, device_name_.clear();
-    stack_.push_back({role, {}});
-    return true;
-  }
-  bool end_object() override {
-    const Role role = stack_.back().role;
-    stack_.pop_back();
-    if (role == Role::kEvent) EndEvent();
-    if (role == Role::kDevice && device_id_) gpus[*device_id_] = {device_name_, device_memory_};
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    Role role = Role::kOther;
-    if (stack_.empty()) role = Role::kEvents;  // a bare array of events is a Chrome trace too
-    else if (stack_.back().role == Role::kRoot && stack_.back().key == "traceEvents") role = Role::kEvents;
-    else if (stack_.back().role == Role::kRoot && stack_.back().key == "deviceProperties") role = Role::kDevices;
-    stack_.push_back({role, {}});
-    return true;
-  }
-  bool end_array() override {
-    stack_.pop_back();
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& error) override {
-    // nlohmann's message names the line and column; the offset is the byte.
-    std::string what = error.what();
-    if (const auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
-    throw TraceError(name_, position == 0 ? 0 : position - 1, fmt::format("not a Chrome trace JSON: {}", what));
-  }
-
- private:
-  struct Frame {
-    Role role;
-    std::string key;
-  };
-
-  static std::optional<double> ParseNumber(const std::string& text) {
-    try {
-      std::size_t used = 0;
-      const double value = std::stod(text, &used);
-      if (used == text.size()) return value;
-    } catch (const std::exception&) {
-    }
-    return std::nullopt;
-  }
-
-  bool Number(double value, std::optional<std::int64_t> integer, std::optional<std::uint64_t> unsigned_value,
-              bool is_float = false) {
-    if (stack_.empty()) return true;
-    const Frame& top = stack_.back();
-    if (top.role == Role::kEvent) {
-      if (top.key == "ts") event_.ts = value;
-      else if (top.key == "dur") event_.dur = value;
-      else if (top.key == "tid") event_.tid = integer ? std::to_string(*integer) : fmt::format("{}", value);
-    } else if (top.role == Role::kArgs) {
-      if (top.key == "Bytes") {
-        if (!integer || is_float) {
-          throw TraceError(name_, fmt::format("memory event {}: \"Bytes\" {} is not a whole number of bytes that "
-                                              "fits in 63 bits", memory.size() + 1, value));
-        }
-        event_.bytes = integer;
-      } else if (top.key == "Device Type" && integer) {
-        event_.device_type = integer;
-      } else if (top.key == "Device Id" && integer) {
-        event_.device_id = integer;
-      } else if (top.key == "Addr") {
-        if (unsigned_value) event_.addr = unsigned_value;
-        else if (integer) event_.addr = static_cast<std::uint64_t>(*integer);  // written as a signed 64-bit value
-      }
-    } else if (top.role == Role::kDevice) {
-      if (top.key == "id" && integer) device_id_ = integer;
-      else if (top.key == "totalGlobalMem" && unsigned_value) device_memory_ = *unsigned_value;
-      else if (top.key == "totalGlobalMem" && integer && *integer > 0) device_memory_ = static_cast<std::uint64_t>(*integer);
-    }
-    return true;
-  }
-
-  void EndEvent() {
-    ++events_seen;
-    if (!event_.ts || !std::isfinite(*event_.ts) || *event_.ts < 0) return;  // metadata ("M") has none
-    if (event_.name == "[memory]" && event_.bytes) {
-      if (memory.size() >= limits_.max_events) {
-        throw TraceError(name_, fmt::format("more than {} memory events (--max-events)", limits_.max_events));
-      }
-      MemoryEvent m;
-      m.ts = *event_.ts;
-      m.tid = event_.tid;
-      m.device_type = event_.device_type.value_or(kCpu);
-      m.device_id = event_.device_id.value_or(-1);
-      m.bytes = *event_.bytes;
-      m.addr = event_.addr;
-      m.order = events_seen;
-      memory.push_back(std::move(m));
-      return;
-    }
-    if (event_.ph != "X" || !event_.dur || !std::isfinite(*event_.dur) || *event_.dur < 0) return;
-    Span span{*event_.ts, *event_.ts + *event_.dur, event_.tid, event_.name, events_seen};
-    if (event_.name.rfind("ProfilerStep#", 0) == 0) {
-      steps.push_back(std::move(span));
-    } else if (event_.cat == "Operator" || event_.cat == "cpu_op" || event_.cat == "user_annotation") {
-      ops.push_back(std::move(span));
-    }
-  }
-
-  const std::string& name_;
-  const ReadLimits& limits_;
-  std::vector<Frame> stack_;
-  EventFields event_;
-  std::optional<std::int64_t> device_id_;
-  std::uint64_t device_memory_ = 0;
-  std::string device_name_;
-};
 
 std::string DeviceTypeName(std::int64_t type) {
   switch (type) {
@@ -275,6 +70,85 @@ std::vector<std::string> EnclosingOps(const std::vector<MemoryEvent>& memory, st
   return out;
 }
 
+// Invented addresses, far above any real device pointer (user space ends below 2^47): the one
+// allocation per device that stands for the bytes live before the window whose blocks the window
+// never frees, and the device's reserved memory as regions from kReservedBase up.
+constexpr std::uint64_t kBeforeBase = std::uint64_t{1} << 62;
+constexpr std::uint64_t kReservedBase = std::uint64_t{1} << 63;
+
+// What the running totals of one device's memory events say (PyTorch >= 1.10 writes them).
+struct DeviceTotals {
+  // "Total Allocated" seen, and consistent with the events' Bytes: the bytes live before the first
+  // event are known.
+  bool allocated = false;
+  std::uint64_t before = 0;                                            // bytes live before the window
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> before_blocks;  // (address, bytes) the window frees
+  std::uint64_t rest = 0;                                              // before, less those blocks
+  // Total Allocated is below what the events' Bytes say was live before (not counted), or below
+  // what the window frees of earlier blocks (those blocks are taken as all there was).
+  bool disagrees = false, short_before = false;
+  bool reserved = false;     // a "Total Reserved" above 0 seen
+  std::uint64_t first_reserved = 0;
+};
+
+// One pass over the events (in time order) per device: the bytes live before the first event
+// (Total Allocated − the Bytes of the events up to the first that carries it), the blocks from
+// before that the window frees (frees of addresses it never allocated) and the first Total Reserved.
+template <typename IndexOf>
+std::map<std::uint32_t, DeviceTotals> ReadTotals(const std::vector<MemoryEvent>& memory, const IndexOf& index_of) {
+  struct Pass {
+    std::int64_t net = 0;
+    bool overflow = false, seen_allocated = false, seen_reserved = false;
+    std::set<std::uint64_t> live, claimed;
+    std::uint64_t freed_before = 0;
+  };
+  std::map<std::uint32_t, Pass> passes;
+  std::map<std::uint32_t, DeviceTotals> totals;
+  for (const MemoryEvent& m : memory) {
+    if (m.bytes == 0) continue;
+    const std::uint32_t device = index_of(m);
+    Pass& p = passes[device];
+    DeviceTotals& t = totals[device];
+    p.overflow = p.overflow || __builtin_add_overflow(p.net, m.bytes, &p.net);
+    if (m.total_allocated && !p.seen_allocated) {
+      p.seen_allocated = true;
+      std::int64_t before = 0;
+      if (!p.overflow && *m.total_allocated <= static_cast<std::uint64_t>(INT64_MAX) &&
+          !__builtin_sub_overflow(static_cast<std::int64_t>(*m.total_allocated), p.net, &before)) {
+        if (before >= 0) {
+          t.allocated = true;
+          t.before = static_cast<std::uint64_t>(before);
+        } else {
+          t.disagrees = true;
+        }
+      }
+    }
+    if (m.total_reserved) {
+      if (!p.seen_reserved) t.first_reserved = *m.total_reserved;
+      p.seen_reserved = true;
+      t.reserved = t.reserved || *m.total_reserved > 0;
+    }
+    if (!m.addr) continue;
+    if (m.bytes > 0) {
+      p.live.insert(*m.addr);
+    } else if (p.live.erase(*m.addr) == 0 && p.claimed.insert(*m.addr).second) {
+      const std::uint64_t size = 0 - static_cast<std::uint64_t>(m.bytes);
+      t.before_blocks.emplace_back(*m.addr, size);
+      p.freed_before = CheckedAdd(p.freed_before, size).value_or(UINT64_MAX);
+    }
+  }
+  for (auto& [device, t] : totals) {
+    if (!t.allocated) {
+      t.before_blocks.clear();  // without the totals, frees of earlier blocks are left out as before
+      continue;
+    }
+    const std::uint64_t freed = passes[device].freed_before;
+    t.short_before = freed > t.before;
+    t.rest = freed > t.before ? 0 : t.before - freed;
+  }
+  return totals;
+}
+
 }  // namespace
 
 bool LooksLikeTorchProfilerTrace(std::string_view head) {
@@ -303,20 +177,19 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
     inflated = gzip::Gunzip(bytes, name, kMaxProfilerJsonBytes);
     bytes = inflated;
   }
-  Handler handler(name, limits);
-  json::sax_parse(bytes.begin(), bytes.end(), &handler);
-  if (handler.memory.empty()) {
+  Scan scan = ScanJson(bytes, name, limits);
+  if (scan.memory.empty()) {
     throw TraceError(name, "a torch.profiler trace without memory events: profile with "
                            "torch.profiler.profile(profile_memory=True) to record them");
   }
   inflated.clear();
   inflated.shrink_to_fit();
 
-  std::vector<MemoryEvent>& memory = handler.memory;
+  std::vector<MemoryEvent>& memory = scan.memory;
   std::stable_sort(memory.begin(), memory.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts < b.ts; });
-  const std::vector<std::string> ops = EnclosingOps(memory, std::move(handler.ops));
+  const std::vector<std::string> ops = EnclosingOps(memory, std::move(scan.ops));
   double t0 = memory.front().ts;
-  for (const Span& s : handler.steps) t0 = std::min(t0, s.begin);
+  for (const Span& s : scan.steps) t0 = std::min(t0, s.begin);
   const auto ns = [t0](double ts) {
     const long double v = (static_cast<long double>(ts) - t0) * 1000.0L;
     return v <= 0 ? std::uint64_t{0} : v >= 1.8e19L ? UINT64_MAX : static_cast<std::uint64_t>(std::llround(v));
@@ -347,7 +220,7 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
     d.backing = "pytorch";
     if (m.device_type == kCuda) {
       d.name = fmt::format("cuda:{}", m.device_id);
-      if (const auto gpu = handler.gpus.find(m.device_id); gpu != handler.gpus.end()) {
+      if (const auto gpu = scan.gpus.find(m.device_id); gpu != scan.gpus.end()) {
         if (!gpu->second.name.empty()) d.name += " (" + gpu->second.name + ")";
         if (IsRepresentableSize(gpu->second.memory)) d.capacity = gpu->second.memory;
       }
@@ -361,6 +234,56 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
   for (auto& [index, d] : devices) trace.header.devices.push_back(d);
 
   TraceBuilder build(trace);
+  struct Live {
+    std::uint64_t address, size, alloc_id;
+  };
+  std::map<std::pair<std::uint32_t, std::uint64_t>, Live> by_address;                // with Addr
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<Live>> by_size;     // without
+  std::uint64_t alloc_id = 0;
+
+  // Before the window (docs/importers.md): what Total Allocated says was live, as allocations at
+  // event 0 — the blocks the window frees at their own addresses, one allocation for the rest —
+  // and the reserved memory of the first Total Reserved, as PyTorch snapshots lay out their start.
+  const std::map<std::uint32_t, DeviceTotals> totals = ReadTotals(memory, index_of);
+  std::map<std::uint32_t, std::uint64_t> reserved;  // per device with Total Reserved: bytes laid out
+  const TagId before_tag = build.Intern("(allocated before profiling)");
+  const auto reconstruct = [&](std::uint32_t device, std::uint64_t address, std::uint64_t size) {
+    if (!IsRepresentableSize(size) || address + size < address) {
+      throw TraceError(name, fmt::format("{}: {} bytes live before profiling at {:#x} are more than 4 EiB or run "
+                                         "past 2^64", devices.at(device).name, size, address));
+    }
+    Event& e = build.Add(EventType::kAlloc, device, 0);
+    e.address = address;
+    e.size = e.rounded = size;
+    e.alloc_id = ++alloc_id;
+    e.tag = before_tag;
+    by_address[{device, address}] = Live{address, size, alloc_id};
+  };
+  const auto check_reserved = [&](std::uint32_t device, std::uint64_t total) {
+    if (!IsRepresentableSize(total)) {
+      throw TraceError(name, fmt::format("{}: \"Total Reserved\" {}", devices.at(device).name, OversizeMessage(total)));
+    }
+  };
+  for (const auto& [device, t] : totals) {
+    if (t.reserved) {
+      check_reserved(device, t.first_reserved);
+      reserved[device] = t.first_reserved;
+      if (t.first_reserved > 0) {
+        Event& r = build.Add(EventType::kRegionReserve, device, 0);
+        r.address = kReservedBase;
+        r.size = t.first_reserved;
+      }
+      trace.header.source.reserved_without_layout.push_back(device);
+    }
+    if (!t.allocated) continue;
+    for (const auto& [address, size] : t.before_blocks) reconstruct(device, address, size);
+    if (t.rest > 0) reconstruct(device, kBeforeBase, t.rest);
+    // The rest is one allocation for blocks of unknown number: no block count then.
+    trace.header.source.before_recording.push_back(
+        {device, t.before_blocks.size() + (t.rest > 0 ? 1 : 0), t.before, t.before, t.rest == 0});
+  }
+  trace.header.source.reconstructed_events = trace.events.size();
+
   // Steps as markers on every device, merged with the memory events by time.
   struct Mark {
     double ts;
@@ -368,68 +291,73 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
     std::uint64_t order;
   };
   std::vector<Mark> marks;
-  for (const Span& s : handler.steps) {
+  for (const Span& s : scan.steps) {
     const std::string step = s.name.substr(std::string_view("ProfilerStep#").size());
     marks.push_back({s.begin, fmt::format("step {} begin", step), s.order});
     marks.push_back({s.end, fmt::format("step {} end", step), s.order});
   }
   std::stable_sort(marks.begin(), marks.end(), [](const Mark& a, const Mark& b) { return a.ts < b.ts; });
 
-  struct Live {
-    std::uint64_t address, size, alloc_id;
-  };
-  std::map<std::pair<std::uint32_t, std::uint64_t>, Live> by_address;                // with Addr
-  std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<Live>> by_size;     // without
   std::map<std::uint32_t, std::uint64_t> next_address;  // invented addresses: one range each, never reused
-  std::uint64_t alloc_id = 0, unmatched = 0, unmatched_bytes = 0, lost_frees = 0;
+  std::uint64_t unmatched = 0, unmatched_bytes = 0, lost_frees = 0;
   std::size_t mark = 0;
-  for (std::size_t i = 0; i < memory.size(); ++i) {
+  // Reserved memory follows Total Reserved: what it adds is reserved before the event, what it
+  // gives back is released after it, so after every event the reserved bytes are the recorded ones.
+  const auto reserve_to = [&](std::uint32_t device, const MemoryEvent& m, bool grow) {
+    const auto it = reserved.find(device);
+    if (it == reserved.end() || !m.total_reserved) return;
+    const std::uint64_t target = *m.total_reserved;
+    check_reserved(device, target);
+    std::uint64_t& now = it->second;
+    if (grow && target > now) {
+      Event& r = build.Add(EventType::kRegionReserve, device, ns(m.ts));
+      r.address = kReservedBase + now;
+      r.size = target - now;
+      now = target;
+    } else if (!grow && target < now) {
+      Event& r = build.Add(EventType::kRegionRelease, device, ns(m.ts));
+      r.address = kReservedBase + target;
+      r.size = now - target;
+      now = target;
+    }
+  };
+  const auto allocate = [&](std::uint32_t device, std::size_t i, std::uint64_t size) {
     const MemoryEvent& m = memory[i];
-    for (; mark < marks.size() && marks[mark].ts <= m.ts; ++mark) {
-      for (const auto& [index, d] : devices) build.Add(EventType::kMarker, index, ns(marks[mark].ts)).tag = build.Intern(marks[mark].text);
+    std::uint64_t address = 0;
+    if (m.addr) {
+      address = *m.addr;
+    } else {
+      std::uint64_t& next = next_address.try_emplace(device, std::uint64_t{1} << 32).first->second;
+      address = next;
+      const auto after = CheckedAdd(next, (size + 511) / 512 * 512);
+      if (!after) throw TraceError(name, "the allocations add up to more than 2^64 bytes of invented address space");
+      next = *after;
     }
-    const std::uint32_t device = index_of(m);
-    const std::uint64_t size = m.bytes > 0 ? static_cast<std::uint64_t>(m.bytes) : 0 - static_cast<std::uint64_t>(m.bytes);
-    if (!IsRepresentableSize(size)) {
-      throw TraceError(name, fmt::format("memory event at ts {} µs: {} bytes is more than 4 EiB, more than any device has",
-                                         m.ts, size));
+    if (address + size < address) {
+      throw TraceError(name, fmt::format("memory event at ts {} µs: {} bytes at {:#x} run past 2^64", m.ts, size, address));
     }
-    if (m.bytes > 0) {
-      std::uint64_t address = 0;
-      if (m.addr) {
-        address = *m.addr;
-      } else {
-        std::uint64_t& next = next_address.try_emplace(device, std::uint64_t{1} << 32).first->second;
-        address = next;
-        const auto after = CheckedAdd(next, (size + 511) / 512 * 512);
-        if (!after) throw TraceError(name, "the allocations add up to more than 2^64 bytes of invented address space");
-        next = *after;
+    if (m.addr) {
+      // An allocation where one is still live: the evidence lost the free in between (a dropped
+      // event). The earlier one is taken as freed here, and counted in a warning.
+      if (const auto it = by_address.find({device, address}); it != by_address.end()) {
+        Event& f = build.Add(EventType::kFree, device, ns(m.ts));
+        f.address = it->second.address;
+        f.size = f.rounded = it->second.size;
+        f.alloc_id = it->second.alloc_id;
+        by_address.erase(it);
+        ++lost_frees;
       }
-      if (address + size < address) {
-        throw TraceError(name, fmt::format("memory event at ts {} µs: {} bytes at {:#x} run past 2^64", m.ts, size, address));
-      }
-      if (m.addr) {
-        // An allocation where one is still live: the evidence lost the free in between (a dropped
-        // event). The earlier one is taken as freed here, and counted in a warning.
-        if (const auto it = by_address.find({device, address}); it != by_address.end()) {
-          Event& f = build.Add(EventType::kFree, device, ns(m.ts));
-          f.address = it->second.address;
-          f.size = f.rounded = it->second.size;
-          f.alloc_id = it->second.alloc_id;
-          by_address.erase(it);
-          ++lost_frees;
-        }
-      }
-      Event& e = build.Add(EventType::kAlloc, device, ns(m.ts));
-      e.address = address;
-      e.size = e.rounded = size;  // the profiler reports the block's size: what the allocator gave
-      e.alloc_id = ++alloc_id;
-      e.tag = build.Intern(ops[i]);
-      const Live live{address, size, alloc_id};
-      if (m.addr) by_address[{device, address}] = live;
-      else by_size[{device, size}].push_back(live);
-      continue;
     }
+    Event& e = build.Add(EventType::kAlloc, device, ns(m.ts));
+    e.address = address;
+    e.size = e.rounded = size;  // the profiler reports the block's size: what the allocator gave
+    e.alloc_id = ++alloc_id;
+    e.tag = build.Intern(ops[i]);
+    const Live live{address, size, alloc_id};
+    if (m.addr) by_address[{device, address}] = live;
+    else by_size[{device, size}].push_back(live);
+  };
+  const auto release = [&](std::uint32_t device, const MemoryEvent& m, std::uint64_t size) {
     std::optional<Live> freed;
     if (m.addr) {
       if (const auto it = by_address.find({device, *m.addr}); it != by_address.end()) {
@@ -443,21 +371,48 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
     if (!freed) {
       ++unmatched;  // allocated before the profiler started
       unmatched_bytes += size;
-      continue;
+      return;
     }
     Event& e = build.Add(EventType::kFree, device, ns(m.ts));
     e.address = freed->address;
     e.size = e.rounded = freed->size;
     e.alloc_id = freed->alloc_id;
+  };
+  for (std::size_t i = 0; i < memory.size(); ++i) {
+    const MemoryEvent& m = memory[i];
+    for (; mark < marks.size() && marks[mark].ts <= m.ts; ++mark) {
+      for (const auto& [index, d] : devices) build.Add(EventType::kMarker, index, ns(marks[mark].ts)).tag = build.Intern(marks[mark].text);
+    }
+    if (m.bytes == 0) continue;  // nothing allocated, nothing freed
+    const std::uint32_t device = index_of(m);
+    const std::uint64_t size = m.bytes > 0 ? static_cast<std::uint64_t>(m.bytes) : 0 - static_cast<std::uint64_t>(m.bytes);
+    if (!IsRepresentableSize(size)) {
+      throw TraceError(name, fmt::format("memory event at ts {} µs: {} bytes is more than 4 EiB, more than any device has",
+                                         m.ts, size));
+    }
+    reserve_to(device, m, true);
+    if (m.bytes > 0) allocate(device, i, size);
+    else release(device, m, size);
+    reserve_to(device, m, false);
   }
   for (; mark < marks.size(); ++mark) {
     for (const auto& [index, d] : devices) build.Add(EventType::kMarker, index, ns(marks[mark].ts)).tag = build.Intern(marks[mark].text);
   }
+
   if (!addresses) {
     trace.warnings.push_back(fmt::format(
         "{}: the memory events carry no addresses (a profiler before PyTorch 1.10): frees are paired with "
         "allocations of the same size, the most recent first, and addresses are invented (one range per "
         "allocation, never reused), so the address map shows no real layout", name));
+  }
+  for (const auto& [device, t] : totals) {
+    if (t.disagrees || t.short_before) {
+      trace.warnings.push_back(fmt::format(
+          "{}: {}: \"Total Allocated\" says less was live before profiling than the events' Bytes {}", name,
+          devices.at(device).name,
+          t.disagrees ? "do: what was live before is not counted"
+                      : "free of it: the blocks the window frees are taken as all there was"));
+    }
   }
   if (lost_frees > 0) {
     trace.warnings.push_back(fmt::format("{}: {} allocations at an address still live (the free before them is "

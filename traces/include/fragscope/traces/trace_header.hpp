@@ -38,9 +38,12 @@ std::optional<EvidenceKind> ParseEvidenceKind(std::string_view text);
 // comparison of the recorded window takes them out of both sides (docs/importers.md).
 struct BlocksBeforeRecording {
   std::uint32_t device = 0;
-  std::uint64_t blocks = 0;
+  std::uint64_t blocks = 0;     // the allocations at event 0 that lay them out
   std::uint64_t bytes = 0;      // their rounded sizes
   std::uint64_t requested = 0;  // their requested sizes
+  // False where one of those allocations stands for several blocks of unknown number (a
+  // torch.profiler trace's "Total Allocated" gives bytes, not blocks): no block count to tell.
+  bool blocks_known = true;
   bool operator==(const BlocksBeforeRecording&) const = default;
 };
 
@@ -88,10 +91,19 @@ struct SourceFacts {
   // (a PyTorch snapshot's segments and blocks, all at the first timestamp): not a history of their own.
   std::uint64_t reconstructed_events = 0;
   std::vector<StateSummary> states;                     // one per device and moment, in order
+  // Devices whose reserved memory the evidence gives as a running total only, not where it lies
+  // (torch.profiler's "Total Reserved"): the reader lays it out as regions of invented addresses
+  // apart from the allocations, so reserved, overhead and utilization hold, but the free holes
+  // (fragmentation) are unknown.
+  std::vector<std::uint32_t> reserved_without_layout;
 
   bool empty() const {
     return allocator.empty() && settings.empty() && rounding == 0 && before_recording.empty() && states.empty() &&
-           reconstructed_events == 0;
+           reconstructed_events == 0 && reserved_without_layout.empty();
+  }
+  bool ReservedWithoutLayout(std::uint32_t device) const {
+    for (std::uint32_t d : reserved_without_layout) if (d == device) return true;
+    return false;
   }
   const BlocksBeforeRecording* BeforeRecording(std::uint32_t device) const {
     for (const auto& b : before_recording) if (b.device == device) return &b;

@@ -22,7 +22,10 @@ struct DeviceMetrics {
   std::uint64_t peak_in_use = 0;
   std::uint64_t peak_reserved = 0;
   double utilization_at_peak = 1.0;      // in_use / reserved when reserved was at its peak
-  double fragmentation_at_peak = 0.0;    // external fragmentation when reserved was at its peak
+  // External fragmentation when reserved was at its peak; NaN where the evidence gives reserved
+  // memory as a total only (traces::SourceFacts::reserved_without_layout: the holes are unknown),
+  // which reports print as "-" and JSON as null.
+  double fragmentation_at_peak = 0.0;
   std::uint64_t peak_internal_waste = 0;
   std::uint64_t allocations = 0;         // alloc events
   std::uint64_t ooms = 0;
@@ -41,6 +44,7 @@ struct BeforeRecording {
   std::uint64_t blocks = 0;
   std::uint64_t bytes = 0;      // rounded sizes
   std::uint64_t requested = 0;  // requested sizes
+  bool blocks_known = true;     // false: `blocks` counts allocations that stand for more blocks
 
   double LikeForLikeOverhead(std::uint64_t peak_reserved, std::uint64_t peak_load) const {
     return DeviceMetrics::Overhead(peak_reserved > bytes ? peak_reserved - bytes : 0,

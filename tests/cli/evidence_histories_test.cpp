@@ -1,0 +1,84 @@
+// Histories from other tools, end to end through `fragscope report`: a torch.profiler window
+// profiled mid-run (Total Allocated / Total Reserved: absolute peaks, what was live before, reserved
+// memory and its ratios, no invented fragmentation).
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "import/torch_profiler_fixtures.hpp"
+#include "support/cli_fixture.hpp"
+
+namespace {
+
+using fragscope::testing::CliResult;
+using fragscope::traces::profiler_fixtures::MemoryEvent;
+using fragscope::traces::profiler_fixtures::Totals;
+
+class Cli : public fragscope::testing::CliTest {
+ protected:
+  std::string Write(const std::string& name, const std::string& text) {
+    std::ofstream(Path(name), std::ios::binary) << text;
+    return Path(name);
+  }
+};
+
+constexpr std::int64_t kMiB = 1 << 20;
+
+// cuda:0: 3 MiB live before the window (a 1 MiB block it frees, 2 MiB it never touches) in 8 MiB
+// reserved; peak 7 MiB live in 12 MiB reserved; empty_cache brings reserved to 6 MiB.
+std::string Window() {
+  const auto cuda = [](double ts, std::int64_t bytes, std::uint64_t addr, std::int64_t allocated, std::int64_t reserved) {
+    return MemoryEvent(ts, bytes, 1, 0, addr, "7",
+                       Totals{static_cast<std::uint64_t>(allocated), static_cast<std::uint64_t>(reserved)});
+  };
+  return fragscope::traces::profiler_fixtures::Trace(
+      {cuda(10, kMiB, 0x100000, 4 * kMiB, 8 * kMiB), MemoryEvent(15, 256, 0, -1, 0x9000, "7", Totals{1256, 0}),
+       cuda(20, -kMiB, 0x700000, 3 * kMiB, 8 * kMiB), cuda(30, 4 * kMiB, 0x200000, 7 * kMiB, 12 * kMiB),
+       cuda(40, -kMiB, 0x100000, 6 * kMiB, 12 * kMiB), cuda(50, -4 * kMiB, 0x200000, 2 * kMiB, 6 * kMiB),
+       cuda(60, 512, 0x300000, 2 * kMiB + 512, 6 * kMiB)},
+      R"("schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100", "totalGlobalMem": 85000000000}])");
+}
+
+TEST_F(Cli, ProfilerWindowReportsAbsolutePeaksAndRecordedReservedMemory) {
+  const std::string trace = Write("window.json", Window());
+  const CliResult json = Run({"report", trace, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(doc["warnings"].empty()) << doc["warnings"];  // no "allocation outside any region"
+  const auto& gpu = doc["devices"][0];
+  EXPECT_EQ(gpu["device"], 0);
+  EXPECT_EQ(gpu["peak_load"], 7 * kMiB);  // the most Total Allocated, not the window's 4 MiB
+  EXPECT_EQ(gpu["peak_in_use"], 7 * kMiB);
+  EXPECT_EQ(gpu["peak_reserved"], 12 * kMiB);  // the most Total Reserved
+  EXPECT_DOUBLE_EQ(gpu["overhead"].get<double>(), 12.0 / 7.0);
+  EXPECT_DOUBLE_EQ(gpu["utilization_at_peak"].get<double>(), 7.0 / 12.0);
+  // Where reserved memory lies the profiler does not say: no fragmentation is invented.
+  EXPECT_TRUE(gpu["fragmentation_at_peak"].is_null()) << gpu;
+  EXPECT_TRUE(gpu["fragmentation_over_time"].is_null()) << gpu;
+  EXPECT_FALSE(gpu.contains("reserved_known"));
+  EXPECT_TRUE(gpu["before_recording"]["blocks"].is_null());  // bytes, not blocks
+  EXPECT_EQ(gpu["before_recording"]["bytes"], 3 * kMiB);
+  EXPECT_DOUBLE_EQ(gpu["before_recording"]["overhead_like_for_like"].get<double>(), 9.0 / 4.0);
+  const auto& cpu = doc["devices"][1];
+  EXPECT_EQ(cpu["device"], 1000000);
+  EXPECT_EQ(cpu["peak_load"], 1256);
+  EXPECT_EQ(cpu["reserved_known"], false);  // Total Reserved 0: the CPU allocator caches nothing
+  EXPECT_TRUE(cpu["peak_reserved"].is_null());
+  EXPECT_EQ(cpu["before_recording"]["bytes"], 1000);
+
+  const CliResult text = Run({"report", trace});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("0         7.00 MiB     7.00 MiB      12.00 MiB      1.71       0.58          -     0"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("device 0: 3.00 MiB were live before recording started; without them, the recorded "
+                          "window's peak reserved is 9.00 MiB for a peak LOAD of 4.00 MiB: overhead 2.25 (like for like)"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("device 1000000: 1000 B were live before recording started (counted in peak LOAD and in "
+                          "use; peak LOAD less them: 256 B)"),
+            std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("fragmentation over time"), std::string::npos) << text.out;
+}
+
+}  // namespace

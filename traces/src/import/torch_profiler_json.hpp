@@ -1,0 +1,59 @@
+// The part of a torch.profiler Chrome trace that becomes events, read from its JSON with a SAX
+// handler: the "[memory]" instants (with the allocator's running totals where they are given), the
+// operator and step spans around them and the device properties. torch_profiler.cpp turns the
+// result into fragscope events.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fragscope/traces/read_limits.hpp"
+
+namespace fragscope::traces::profiler {
+
+// c10::DeviceType values the profiler writes as "Device Type".
+constexpr std::int64_t kCpu = 0;
+constexpr std::int64_t kCuda = 1;
+
+struct MemoryEvent {
+  double ts = 0;                 // µs, as written
+  std::string tid;
+  std::int64_t device_type = kCpu;
+  std::int64_t device_id = -1;
+  std::int64_t bytes = 0;        // negative: a free
+  std::optional<std::uint64_t> addr;
+  // The allocator's running totals after this event (PyTorch >= 1.10), where the event has them.
+  std::optional<std::uint64_t> total_allocated;
+  std::optional<std::uint64_t> total_reserved;
+  std::uint64_t order = 0;       // position in the file
+};
+
+struct Span {
+  double begin = 0, end = 0;     // µs
+  std::string tid;
+  std::string name;
+  std::uint64_t order = 0;
+};
+
+struct GpuProperties {
+  std::string name;
+  std::uint64_t memory = 0;
+};
+
+struct Scan {
+  std::vector<MemoryEvent> memory;  // in file order
+  std::vector<Span> ops;            // cpu_op / Operator / user_annotation spans
+  std::vector<Span> steps;          // ProfilerStep#N spans
+  std::map<std::int64_t, GpuProperties> gpus;
+  std::uint64_t events_seen = 0;
+};
+
+// Reads `text` (JSON, not compressed). Throws TraceError naming `name` and the byte offset where the
+// JSON is malformed, and when `limits` are passed.
+Scan ScanJson(std::string_view text, const std::string& name, const ReadLimits& limits);
+
+}  // namespace fragscope::traces::profiler
