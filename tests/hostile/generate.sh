@@ -84,6 +84,31 @@ with open(sys.argv[1], 'wb') as f:
     f.write(pickle.dumps({'segments': [segment], 'device_traces': [[]]}, protocol=2))
 PY
 
+# --- torch.profiler traces: cut while written (read up to the cut, a warning), malformed in the
+# middle (an error naming the byte), a Total Reserved over 4 EiB (an error naming the device)
+profiler_event() {  # TS BYTES ADDR [TOTAL_RESERVED]
+  printf '{"ph": "i", "name": "[memory]", "ts": %s, "args": {"Device Type": 1, "Device Id": 0, "Bytes": %s, "Addr": %s, "Total Allocated": %s, "Total Reserved": %s}}' \
+    "$1" "$2" "$3" "$2" "${4:-2097152}"
+}
+{
+  printf '{"schemaVersion": 1, "traceEvents": [\n'
+  profiler_event 1 512 4096
+  printf ',\n'
+  profiler_event 2 -512 4096 | head -c 60
+} >"$out/profiler_cut.json"
+{
+  printf '{"schemaVersion": 1, "traceEvents": [\n'
+  profiler_event 1 512 4096
+  printf ',\n@'
+  profiler_event 2 -512 4096
+  printf ']}\n'
+} >"$out/profiler_garbage.json"
+{
+  printf '{"schemaVersion": 1, "traceEvents": [\n'
+  profiler_event 1 512 4096 18446744073709551615
+  printf ']}\n'
+} >"$out/profiler_reserved_2e64.json"
+
 # --- damaged and empty files
 head -c 0 "$sample" >"$out/empty.fst"
 head -c 40 "$sample" >"$out/fst_header_only_cut.fst"

@@ -60,7 +60,8 @@ bool IsGzip(std::string_view bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-std::string Gunzip(std::string_view bytes, const std::string& name, std::uint64_t max_bytes) {
+std::string Gunzip(std::string_view bytes, const std::string& name, std::uint64_t max_bytes,
+                   std::optional<std::uint64_t>* cut_at) {
   std::string out;
   bool over = false;
   std::uint64_t consumed = 0;
@@ -69,9 +70,14 @@ std::string Gunzip(std::string_view bytes, const std::string& name, std::uint64_
     throw TraceError(name, fmt::format("gzip data expands past {} ({} bytes), more than fragscope reads of "
                                        "one compressed file", FormatBytes(max_bytes), max_bytes));
   }
+  const bool truncated = status == Z_OK || status == Z_BUF_ERROR;
+  if (truncated && cut_at != nullptr) {
+    *cut_at = consumed;
+    return out;
+  }
   if (status != Z_STREAM_END) {
     throw TraceError(name, consumed, fmt::format("gzip data is {} after {} compressed bytes ({} bytes out)",
-                                                 status == Z_OK || status == Z_BUF_ERROR ? "truncated" : "damaged",
+                                                 truncated ? "truncated" : "damaged",
                                                  consumed, out.size()));
   }
   return out;

@@ -173,15 +173,27 @@ bool LooksLikeTorchProfilerTrace(std::string_view head) {
 
 Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, const ReadLimits& limits) {
   std::string inflated;
-  if (gzip::IsGzip(bytes)) {
-    inflated = gzip::Gunzip(bytes, name, kMaxProfilerJsonBytes);
+  std::optional<std::uint64_t> gzip_cut;  // compressed bytes read before a cut gzip stream ended
+  const bool compressed = gzip::IsGzip(bytes);
+  if (compressed) {
+    inflated = gzip::Gunzip(bytes, name, kMaxProfilerJsonBytes, &gzip_cut);
     bytes = inflated;
   }
   Scan scan = ScanJson(bytes, name, limits);
   if (scan.memory.empty()) {
+    if (scan.cut_at) {
+      throw TraceError(name, *scan.cut_at, "the trace breaks off before its JSON is complete (cut while it was "
+                                           "written?), with no memory event before the cut");
+    }
+    if (scan.profile_memory) {
+      throw TraceError(name, "memory profiling was on (profile_memory=True) but no allocation or free happened "
+                             "inside the profiled window: there is no memory event to read (profile a window in "
+                             "which the model allocates, such as a whole training step)");
+    }
     throw TraceError(name, "a torch.profiler trace without memory events: profile with "
                            "torch.profiler.profile(profile_memory=True) to record them");
   }
+  const std::uint64_t json_size = bytes.size();
   inflated.clear();
   inflated.shrink_to_fit();
 
@@ -399,6 +411,33 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
     for (const auto& [index, d] : devices) build.Add(EventType::kMarker, index, ns(marks[mark].ts)).tag = build.Intern(marks[mark].text);
   }
 
+  if (scan.cut_at) {
+    trace.warnings.push_back(fmt::format(
+        "{}: {}the JSON breaks off at byte {} of {} before it is complete (cut while it was written?): {} before "
+        "the cut {} read, any after it are lost", name,
+        gzip_cut ? fmt::format("the gzip data ends after {} compressed bytes; ", *gzip_cut) : std::string(),
+        *scan.cut_at, json_size,
+        memory.size() == 1 ? std::string("the memory event") : fmt::format("the {} memory events", memory.size()),
+        memory.size() == 1 ? "is" : "are"));
+  } else if (gzip_cut) {
+    trace.warnings.push_back(fmt::format("{}: the gzip data ends after {} compressed bytes (cut while it was "
+                                         "written?); the JSON before the cut is complete", name, *gzip_cut));
+  }
+  if (const lenient::Repairs& r = scan.repairs; r.total() > 0) {
+    std::string kinds;
+    const auto kind = [&](std::uint64_t count, const char* one, const char* many) {
+      if (count > 0) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", count, count == 1 ? one : many);
+    };
+    kind(r.control, "raw control character in a string", "raw control characters in strings");
+    kind(r.utf8, "byte that is not UTF-8", "bytes that are not UTF-8");
+    kind(r.escapes, "backslash that starts no valid escape", "backslashes that start no valid escape");
+    kind(r.commas, "trailing comma", "trailing commas");
+    trace.warnings.push_back(fmt::format("{}: the JSON is not strictly valid; to read it, {} replaced ({}; the first at "
+                                         "byte {}{}): names with them read differently", name,
+                                         r.total() == 1 ? std::string("1 byte was") : fmt::format("{} bytes were", r.total()),
+                                         kinds, r.first.value_or(0),
+                                         compressed ? " of the uncompressed JSON" : ""));
+  }
   if (!addresses) {
     trace.warnings.push_back(fmt::format(
         "{}: the memory events carry no addresses (a profiler before PyTorch 1.10): frees are paired with "

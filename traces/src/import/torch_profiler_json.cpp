@@ -32,8 +32,15 @@ class Handler : public nlohmann::json_sax<json> {
  public:
   Handler(Scan& out, const std::string& name, const ReadLimits& limits) : out_(out), name_(name), limits_(limits) {}
 
+  // The JSON error that stopped the parse: its byte offset and nlohmann's words.
+  std::optional<std::uint64_t> error_at;
+  std::string error;
+
   bool null() override { return true; }
-  bool boolean(bool) override { return true; }
+  bool boolean(bool value) override {
+    if (!stack_.empty() && IsProfileMemoryKey(stack_.back())) out_.profile_memory |= value;
+    return true;
+  }
   bool number_integer(number_integer_t value) override { return Number(static_cast<double>(value), value, std::nullopt); }
   bool number_unsigned(number_unsigned_t value) override {
     const std::optional<std::int64_t> as_signed =
@@ -101,11 +108,13 @@ class Handler : public nlohmann::json_sax<json> {
     stack_.pop_back();
     return true;
   }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& error) override {
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
     // nlohmann's message names the line and column; the offset is the byte.
-    std::string what = error.what();
+    std::string what = e.what();
     if (const auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
-    throw TraceError(name_, position == 0 ? 0 : position - 1, fmt::format("not a Chrome trace JSON: {}", what));
+    error_at = position == 0 ? 0 : position - 1;
+    error = std::move(what);
+    return false;
   }
 
  private:
@@ -113,6 +122,11 @@ class Handler : public nlohmann::json_sax<json> {
     Role role;
     std::string key;
   };
+
+  // "profile_memory" at the top of the trace (Kineto's header) or in an event's args.
+  static bool IsProfileMemoryKey(const Frame& top) {
+    return (top.role == Role::kRoot || top.role == Role::kArgs) && top.key == "profile_memory";
+  }
 
   static std::optional<double> ParseNumber(const std::string& text) {
     try {
@@ -139,6 +153,7 @@ class Handler : public nlohmann::json_sax<json> {
               bool is_float = false) {
     if (stack_.empty()) return true;
     const Frame& top = stack_.back();
+    if (IsProfileMemoryKey(top)) out_.profile_memory |= value != 0;
     if (top.role == Role::kEvent) {
       if (top.key == "ts") event_.ts = value;
       else if (top.key == "dur") event_.dur = value;
@@ -209,12 +224,33 @@ class Handler : public nlohmann::json_sax<json> {
   std::string device_name_;
 };
 
+// Whether the JSON stopped at `offset` because the file ends there: nothing but white space or
+// zero bytes (a file preallocated and never filled) from there on.
+bool EndsAt(std::string_view text, std::uint64_t offset) {
+  for (std::size_t i = static_cast<std::size_t>(std::min<std::uint64_t>(offset, text.size())); i < text.size(); ++i) {
+    const char c = text[i];
+    if (c != '\0' && c != ' ' && c != '\n' && c != '\r' && c != '\t') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Scan ScanJson(std::string_view text, const std::string& name, const ReadLimits& limits) {
   Scan scan;
   Handler handler(scan, name, limits);
-  json::sax_parse(text.begin(), text.end(), &handler);
+  lenient::Reader reader(text);
+  const bool complete = json::sax_parse(reader.begin(), reader.end(), &handler);
+  scan.repairs = reader.repairs();
+  if (!complete) {
+    const std::uint64_t at = handler.error_at.value_or(text.size());
+    // A cut: the parse ran into the end of the data (or the zero bytes after it); anything else is
+    // malformed JSON, and a reader cannot know what the rest meant.
+    if (!EndsAt(text, at) || text.find_first_not_of(std::string_view(" \t\r\n\0", 5)) == std::string_view::npos) {
+      throw TraceError(name, at, fmt::format("not a Chrome trace JSON: {}", handler.error));
+    }
+    scan.cut_at = at;
+  }
   return scan;
 }
 

@@ -1,7 +1,9 @@
 // The part of a torch.profiler Chrome trace that becomes events, read from its JSON with a SAX
-// handler: the "[memory]" instants (with the allocator's running totals where they are given), the
-// operator and step spans around them and the device properties. torch_profiler.cpp turns the
-// result into fragscope events.
+// handler: the "[memory]" instants, the operator and step spans around them, the device
+// properties and whether memory profiling was on. The JSON goes through lenient::Reader, so a raw
+// control character, a byte that is not UTF-8 or a trailing comma costs a warning, not the trace;
+// a trace cut while it was written (the JSON ends early) keeps what came before the cut.
+// torch_profiler.cpp turns the result into fragscope events.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "fragscope/traces/read_limits.hpp"
+#include "lenient_json.hpp"
 
 namespace fragscope::traces::profiler {
 
@@ -50,10 +53,15 @@ struct Scan {
   std::vector<Span> steps;          // ProfilerStep#N spans
   std::map<std::int64_t, GpuProperties> gpus;
   std::uint64_t events_seen = 0;
+  bool profile_memory = false;      // the trace says memory profiling was on ("profile_memory": 1)
+  // Where the JSON ended before it was complete (a file cut while it was written); what was read
+  // before it is kept.
+  std::optional<std::uint64_t> cut_at;
+  lenient::Repairs repairs;         // bytes replaced to read it (lenient_json.hpp)
 };
 
 // Reads `text` (JSON, not compressed). Throws TraceError naming `name` and the byte offset where the
-// JSON is malformed, and when `limits` are passed.
+// JSON is malformed other than by being cut short, and when `limits` are passed.
 Scan ScanJson(std::string_view text, const std::string& name, const ReadLimits& limits);
 
 }  // namespace fragscope::traces::profiler
