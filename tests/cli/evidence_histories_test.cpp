@@ -1,6 +1,7 @@
 // Histories from other tools, end to end through `fragscope report`: a torch.profiler window
 // profiled mid-run (Total Allocated / Total Reserved: absolute peaks, what was live before, reserved
-// memory and its ratios, no invented fragmentation).
+// memory and its ratios, no invented fragmentation), and RMM logs as crashes leave them (a cut last
+// line) with zero-size null allocations.
 #include <fstream>
 #include <string>
 
@@ -79,6 +80,34 @@ TEST_F(Cli, ProfilerWindowReportsAbsolutePeaksAndRecordedReservedMemory) {
                           "use; peak LOAD less them: 256 B)"),
             std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("fragmentation over time"), std::string::npos) << text.out;
+}
+
+TEST_F(Cli, RmmLogsAsCrashesLeaveThem) {
+  const std::string head =
+      "Thread,Time,Action,Pointer,Size,Stream\n"
+      "2342727,15:47:02.841961,allocate,0x10012400000,1048576,0\n"
+      "2342727,15:47:02.841977,allocate,0x10012500000,2097152,0\n";
+  CliResult r = Run({"report", Write("cut.csv", head + "2342727,15:47:02.8419"), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("cut.csv:4: the last line is cut short"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["devices"][0]["peak_load"], 3 * kMiB);
+  r = Run({"report", Write("middle.csv", "Thread,Time,Action,Pointer,Size,Stream\n2342727,15:47:02.8419\n" +
+                                             head.substr(head.find('\n') + 1))});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("middle.csv: at byte 39: line 2: 2 fields, expected 6"), std::string::npos) << r.err;
+
+  r = Run({"report",
+           Write("nil.csv", "Thread,Time,Action,Pointer,Size,Stream\n"
+                            "1979932,14:21:19.998533,allocate,0x30a000000,256,0x2\n"
+                            "1979932,14:21:19.998540,allocate,(nil),0,0x2\n"
+                            "1979932,14:21:19.998551,allocate,0x0,0,0x2\n"
+                            "1980043,14:21:32.661875,free,0x30a000000,256,0x2\n"),
+           "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto nil = nlohmann::json::parse(r.out);
+  EXPECT_EQ(nil["devices"][0]["peak_in_use"], 256);
+  EXPECT_EQ(nil["events"], 2);
+  EXPECT_TRUE(nil["warnings"].empty()) << nil["warnings"];
 }
 
 }  // namespace

@@ -23,6 +23,11 @@ printf '%s\n1,10:00:00.000001,allocate,0x1000,4611686018427387905,0x0\n' "$rmm_h
   done
 } >"$out/rmm_live_sum_overflows.csv"
 printf '%s\n1,10:00:00.000001,allocate,0xffffffffffffff00,4096,0x0\n' "$rmm_header" >"$out/rmm_range_past_end.csv"
+# A short line in the middle is an error naming it; only a last line without its end (a crash's
+# cut) is left out with a warning.
+printf '%s\n1,10:00:00.000001,allocate,0x1000,256,0x0\n1,10:00:00.0000\n1,10:00:00.000003,free,0x1000,256,0x0\n' \
+  "$rmm_header" >"$out/rmm_short_line_middle.csv"
+printf '%s\n1,10:00:00.000001,allocate,0x1000,256,0x0\n1,10:00:00.0000' "$rmm_header" >"$out/rmm_cut_last_line.csv"
 printf '%s\n' '{"type":"header","producer":"hostile"}' \
   '{"type":"alloc","seq":0,"address":4096,"size":18446744073709551615,"rounded":0}' >"$out/jsonl_size_wraps.jsonl"
 printf '%s\n' '{"type":"header","producer":"hostile"}' \

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -79,6 +80,61 @@ TEST(RmmCsv, ErrorsNameFileAndLine) {
   EXPECT_NE(message(head + "1,00:00:00.1,free,0x1,-5,0x0\n").find("bad size"), std::string::npos);
   EXPECT_NE(message("").find("bad.csv"), std::string::npos);
   EXPECT_THROW(ReadRmmCsv(FRAGSCOPE_SOURCE_DIR "/no/such/file.csv"), TraceError);
+}
+
+// A crash loses the buffered tail of the log: the last line, cut short with no line end, is left
+// out with a warning. Only the last: a short line in the middle (or one with its end) is an error.
+TEST(RmmCsv, ALastLineCutShortIsLeftOut) {
+  const std::string log =
+      "Thread,Time,Action,Pointer,Size,Stream\n"
+      "2342727,15:47:02.841961,allocate,0x10012400000,1048576,0\n"
+      "2342727,15:47:02.841977,allocate,0x10012500000,2097152,0\n";
+  const Trace t = ParseRmmCsv(log + "2342727,15:47:02.8419", "cut.csv");
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[1].size, 2097152u);
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_EQ(t.warnings[0], "cut.csv:4: the last line is cut short (\"2342727,15:47:02.8419\": 2 fields, expected 6 "
+                           "(Thread,Time,Action,Pointer,Size,Stream); the log ends there, as when the process died "
+                           "while writing it): left out");
+  // Cut inside the size: five fields.
+  EXPECT_EQ(ParseRmmCsv(log + "2342727,15:47:02.841990,free,0x10012400000,10", "cut.csv").events.size(), 2u);
+  // Complete lines that are broken stay errors, in the middle or at the end.
+  const auto error = [](const std::string& text) {
+    try {
+      (void)ParseRmmCsv(text, "bad.csv");
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(log + "2342727,15:47:02.8419\n").find("line 4: 2 fields, expected 6"), std::string::npos);
+  EXPECT_NE(error("Thread,Time,Action,Pointer,Size,Stream\n1,15:47:02.8419\n" + log.substr(log.find('\n') + 1))
+                .find("line 2: 2 fields, expected 6"),
+            std::string::npos);
+}
+
+// spark-rapids documents zero-size allocations with a null pointer in real logs (mem_debug.md:
+// "filter out null pointers and zero size allocations"); `(nil)` is glibc's %p of a null pointer.
+TEST(RmmCsv, ZeroSizeNullAllocationsAreNoEvents) {
+  for (const std::string null : {"0x0", "(nil)", "0"}) {
+    SCOPED_TRACE(null);
+    const Trace t = ParseRmmCsv("Thread,Time,Action,Pointer,Size,Stream\n"
+                                "1979932,14:21:19.998533,allocate,0x30a000000,256,0x2\n"
+                                "1979932,14:21:19.998540,allocate," + null + ",0,0x2\n"
+                                "1979932,14:21:19.998551,allocate," + null + ",0,0x2\n"
+                                "1979932,14:21:19.998555,free," + null + ",0,0x2\n"
+                                "1979932,14:21:19.998601,allocate failure," + null + ",85899345920,0x2\n"
+                                "1980043,14:21:32.661875,free,0x30a000000,256,0x2\n",
+                                "null.csv");
+    std::vector<EventType> types;
+    for (const Event& e : t.events) types.push_back(e.type);
+    EXPECT_EQ(types, (std::vector<EventType>{EventType::kAlloc, EventType::kOom, EventType::kFree}));
+    EXPECT_EQ(t.events[1].oom.in_use, 256u);  // the one real allocation
+    EXPECT_EQ(t.events[1].oom.request, 85899345920u);
+    EXPECT_EQ(t.events[2].alloc_id, t.events[0].alloc_id);
+    ASSERT_EQ(t.warnings.size(), 1u);  // the failure's unknown cause; nothing about the null rows
+    EXPECT_NE(t.warnings[0].find("null.csv:6: allocate failure"), std::string::npos) << t.warnings[0];
+  }
 }
 
 TEST(RmmCsv, Detection) {

@@ -68,6 +68,65 @@ std::optional<std::uint64_t> WholeHex(std::string_view s) {
   return v && s.empty() ? v : std::nullopt;
 }
 
+enum class Action { kAllocate, kFree, kFailure };
+
+std::optional<Action> ActionOf(std::string_view text) {
+  if (text == "allocate") return Action::kAllocate;
+  if (text == "free") return Action::kFree;
+  if (text == "allocate failure") return Action::kFailure;
+  return std::nullopt;
+}
+
+// One row of the log, its fields checked.
+struct Row {
+  std::uint64_t thread = 0, time = 0, pointer = 0, size = 0, stream = 0;
+  std::string_view time_text;
+  Action action = Action::kAllocate;
+};
+
+// `line` (trimmed, not empty) as a row, or why it is none. *rmm_shaped says whether it is meant as
+// one all the same — its third field is an RMM action — and so broken, not some other log line.
+std::optional<Row> ParseRow(std::string_view line, std::string* why, bool* rmm_shaped) {
+  std::array<std::string_view, 6> field;
+  std::size_t count = 0;
+  std::string_view rest = line;
+  bool more = false;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    if (count == field.size()) {
+      more = true;
+      break;
+    }
+    field[count++] = Trim(rest.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  *rmm_shaped = count >= 3 && ActionOf(field[2]).has_value();
+  if (more) {
+    *why = "more than 6 fields";
+    return std::nullopt;
+  }
+  if (count != field.size()) {
+    *why = fmt::format("{} fields, expected 6 ({})", count, kHeader);
+    return std::nullopt;
+  }
+  Row row;
+  const auto thread = WholeUint(field[0]);
+  const auto time = ParseTimeOfDay(field[1]);
+  const auto action = ActionOf(field[2]);
+  const auto pointer = WholeHex(field[3]);
+  const auto size = WholeUint(field[4]);
+  const auto stream = WholeHex(field[5]);
+  if (!thread) *why = fmt::format("bad thread id \"{}\"", field[0]);
+  else if (!time) *why = fmt::format("bad time \"{}\" (expected HH:MM:SS.ffffff)", field[1]);
+  else if (!action) *why = fmt::format("unknown action \"{}\" (expected allocate, free or allocate failure)", field[2]);
+  else if (!pointer) *why = fmt::format("bad pointer \"{}\"", field[3]);
+  else if (!size) *why = fmt::format("bad size \"{}\"", field[4]);
+  else if (!stream) *why = fmt::format("bad stream \"{}\"", field[5]);
+  else return Row{*thread, *time, *pointer, *size, *stream, field[1], *action};
+  return std::nullopt;
+}
+
 }  // namespace
 
 Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimits& limits) {
@@ -77,12 +136,13 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
   trace.header.source_format = "rmm-csv";
   trace.header.metadata.emplace_back("source", name);
   trace.header.devices.push_back({0, "RMM device", "rmm", 0, 0});
+  if (StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte order mark
 
   struct Live { std::uint64_t id, size, rounded; };
   std::unordered_map<std::uint64_t, Live> live;
   std::uint64_t in_use = 0, requested = 0, next_id = 0, unknown_frees = 0, failures = 0;
   std::uint64_t first_time = 0, day = 0, previous_raw = 0, previous = 0;
-  bool header = false, have_time = false;
+  bool have_time = false, header = false;
   std::size_t line = 0;
   std::size_t offset = 0;
   while (offset < text.size()) {
@@ -102,83 +162,76 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
       header = true;
       continue;
     }
-    std::array<std::string_view, 6> field;
-    std::size_t count = 0;
-    std::string_view rest = row;
-    while (count < field.size()) {
-      const std::size_t comma = rest.find(',');
-      field[count++] = Trim(rest.substr(0, comma));
-      if (comma == std::string_view::npos) {
-        rest = {};
+    std::string why;
+    bool shaped = false;
+    const std::optional<Row> parsed = ParseRow(row, &why, &shaped);
+    if (!parsed) {
+      if (nl == std::string_view::npos) {
+        // The last line, with no end: the log was cut while it was written (a crash loses the
+        // buffered tail). Only this line; one in the middle is an error.
+        trace.warnings.push_back(fmt::format("{}:{}: the last line is cut short (\"{}\": {}; the log ends there, "
+                                             "as when the process died while writing it): left out",
+                                             name, line, row.substr(0, 80), why));
         break;
       }
-      rest.remove_prefix(comma + 1);
-      if (count == field.size()) throw fail("more than 6 fields");
+      throw fail(why);
     }
-    if (count != field.size()) throw fail(fmt::format("{} fields, expected 6 ({})", count, kHeader));
-    const auto thread = WholeUint(field[0]);
-    const auto time = ParseTimeOfDay(field[1]);
-    const auto pointer = WholeHex(field[3]);
-    const auto size = WholeUint(field[4]);
-    const auto stream = WholeHex(field[5]);
-    if (!thread) throw fail(fmt::format("bad thread id \"{}\"", field[0]));
-    if (!time) throw fail(fmt::format("bad time \"{}\" (expected HH:MM:SS.ffffff)", field[1]));
-    if (!pointer) throw fail(fmt::format("bad pointer \"{}\"", field[3]));
-    if (!size) throw fail(fmt::format("bad size \"{}\"", field[4]));
-    if (!stream) throw fail(fmt::format("bad stream \"{}\"", field[5]));
+    const Row& r = *parsed;
+    // A zero-size allocation gets a null pointer, and its free frees nothing (spark-rapids' logs
+    // have them): no memory, no event.
+    if (r.action != Action::kFailure && r.pointer == 0 && r.size == 0) continue;
 
     // Times of day from the first row on; past midnight the clock wraps (a step back of more than
     // 12 hours is a new day).
     if (!have_time) {
-      first_time = previous_raw = *time;
+      first_time = previous_raw = r.time;
       have_time = true;
-      trace.header.metadata.emplace_back("rmm.first_time", std::string(field[1]));
+      trace.header.metadata.emplace_back("rmm.first_time", std::string(r.time_text));
     }
-    if (*time + kDayNs / 2 < previous_raw) day += kDayNs;
-    previous_raw = *time;
-    const std::uint64_t absolute = day + *time;
+    if (r.time + kDayNs / 2 < previous_raw) day += kDayNs;
+    previous_raw = r.time;
+    const std::uint64_t absolute = day + r.time;
     previous = std::max(previous, absolute >= first_time ? absolute - first_time : 0);
 
     Event e;
     e.time_ns = previous;
-    e.thread = static_cast<std::uint32_t>(*thread);
-    e.stream = *stream;
-    const std::string_view action = field[2];
-    if (action == "allocate") {
+    e.thread = static_cast<std::uint32_t>(r.thread);
+    e.stream = r.stream;
+    if (r.action == Action::kAllocate) {
       e.type = EventType::kAlloc;
-      e.address = *pointer;
-      e.size = *size;
-      e.rounded = RoundUp256(*size);
+      e.address = r.pointer;
+      e.size = r.size;
+      e.rounded = RoundUp256(r.size);
       e.alloc_id = ++next_id;
-      if (auto it = live.find(*pointer); it != live.end()) {
+      if (auto it = live.find(r.pointer); it != live.end()) {
         trace.warnings.push_back(fmt::format("{}:{}: allocate of {:#x}, which is already allocated "
                                              "(line of the earlier allocation unknown): the earlier one is dropped",
-                                             name, line, *pointer));
+                                             name, line, r.pointer));
         in_use -= it->second.rounded;
         requested -= it->second.size;
       }
-      live[*pointer] = {e.alloc_id, e.size, e.rounded};
+      live[r.pointer] = {e.alloc_id, e.size, e.rounded};
       in_use += e.rounded;
       requested += e.size;
-    } else if (action == "free") {
+    } else if (r.action == Action::kFree) {
       e.type = EventType::kFree;
-      e.address = *pointer;
-      e.size = *size;
-      e.rounded = RoundUp256(*size);
-      if (auto it = live.find(*pointer); it != live.end()) {
+      e.address = r.pointer;
+      e.size = r.size;
+      e.rounded = RoundUp256(r.size);
+      if (auto it = live.find(r.pointer); it != live.end()) {
         e.alloc_id = it->second.id;
         in_use -= it->second.rounded;
         requested -= it->second.size;
         live.erase(it);
       } else if (++unknown_frees <= 10) {
         trace.warnings.push_back(fmt::format("{}:{}: free of {:#x}, which the log never allocated (the "
-                                             "allocation predates the log)", name, line, *pointer));
+                                             "allocation predates the log)", name, line, r.pointer));
       }
-    } else if (action == "allocate failure") {
+    } else {
       e.type = EventType::kOom;
       OomRecord& o = e.oom;
-      o.request = *size;
-      o.rounded = RoundUp256(*size);
+      o.request = r.size;
+      o.rounded = RoundUp256(r.size);
       o.in_use = in_use;
       o.live_requested = requested;
       // The log gives the request and the live allocations only: no limit, no pool (regions,
@@ -189,10 +242,8 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
         trace.warnings.push_back(fmt::format("{}:{}: allocate failure: an RMM log has no limit, regions or "
                                              "free space, so the cause cannot be determined (cause unknown)",
                                              name, line));
-    } else {
-      throw fail(fmt::format("unknown action \"{}\" (expected allocate, free or allocate failure)", action));
     }
-    if (const char* problem = EventSizeProblem(e)) throw fail(fmt::format("Size {}: {}", *size, problem));
+    if (const char* problem = EventSizeProblem(e)) throw fail(fmt::format("Size {}: {}", r.size, problem));
     // Each size is at most 4 EiB, but many live ones can still add up past 64 bits.
     if (in_use > traces::kMaxBytes * 2 || requested > traces::kMaxBytes * 2) {
       throw fail("the live allocations add up to more than 8 EiB: not a real log");

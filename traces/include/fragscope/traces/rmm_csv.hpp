@@ -21,8 +21,10 @@
 namespace fragscope::traces {
 
 // Reads an RMM log. Strict: a missing header, a short row, a bad number or an unknown action is a
-// TraceError naming the file and line. A free of a pointer that the log never allocated is a
-// warning (the allocation predates the log).
+// TraceError naming the file and line — but for a last line without its end (the log was cut while
+// it was written), which is left out with a warning. A zero-size allocation with a null pointer
+// (and its free) is no event.
+// A free of a pointer that the log never allocated is a warning (the allocation predates the log).
 Trace ReadRmmCsv(const std::string& path, const ReadLimits& limits = {});
 // The same from text in memory; `name` stands for the path in messages.
 Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimits& limits = {});
