@@ -110,4 +110,22 @@ TEST_F(Cli, RmmLogsAsCrashesLeaveThem) {
   EXPECT_TRUE(nil["warnings"].empty()) << nil["warnings"];
 }
 
+// A snapshot saved with json.dump (one line of JSON) went to the JSON Lines reader ("line 1: the
+// first line must be the header"); it is a PyTorch snapshot, read as the pickle would be.
+TEST_F(Cli, SnapshotSavedAsJsonIsReadAsASnapshot) {
+  const std::string snapshot = Write(
+      "snapshot.json",
+      R"({"segments": [{"device": 0, "address": 1048576, "total_size": 2097152, "stream": 0, "segment_type": "large", )"
+      R"("is_expandable": false, "blocks": [{"address": 1048576, "size": 1024, "requested_size": 1000, )"
+      R"("state": "active_allocated", "frames": []}, {"address": 1049600, "size": 2096128, "requested_size": 0, )"
+      R"("state": "inactive", "frames": []}]}], "device_traces": [[{"action": "alloc", "addr": 1048576, )"
+      R"("size": 1000, "stream": 0, "time_us": 5, "frames": [{"filename": "train.py", "line": 3, "name": "main"}]}]]})");
+  const CliResult r = Run({"report", snapshot, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["format"], "PyTorch memory snapshot");
+  EXPECT_EQ(doc["devices"][0]["peak_reserved"], 2097152);
+  EXPECT_EQ(doc["devices"][0]["peak_load"], 1000);
+}
+
 }  // namespace

@@ -114,6 +114,9 @@ profiler_event() {  # TS BYTES ADDR [TOTAL_RESERVED]
   printf ']}\n'
 } >"$out/profiler_reserved_2e64.json"
 
+# --- a PyTorch snapshot saved with json.dump, cut short: an error naming the byte
+printf '{"segments": [{"device": 0, "address": 4096, "total_size": 2097152, "blocks": [' >"$out/snapshot_json_cut.json"
+
 # --- damaged and empty files
 head -c 0 "$sample" >"$out/empty.fst"
 head -c 40 "$sample" >"$out/fst_header_only_cut.fst"

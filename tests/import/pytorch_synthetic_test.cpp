@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "fragscope/traces/pytorch_snapshot.hpp"
+#include "torch_profiler_fixtures.hpp"
 
 namespace fragscope::traces {
 namespace {
@@ -55,6 +58,34 @@ struct Py {
           value.Encode(out);
         }
         out.push_back(0x75);
+        break;
+    }
+  }
+
+  // The same value as Python's json.dump writes it (a list where the pickle has one).
+  void Json(std::string& out, const std::string& indent = "") const {
+    const std::string inner = indent.empty() ? "" : indent + " ";
+    const std::string nl = indent.empty() ? "" : "\n" + inner;
+    switch (k) {
+      case K::kInt: out += std::to_string(i); break;
+      case K::kBigInt: out += "18446744073709551616"; break;  // not in the snapshots converted here
+      case K::kBool: out += i != 0 ? "true" : "false"; break;
+      case K::kStr: out += "\"" + s + "\""; break;
+      case K::kList:
+        out += "[";
+        for (std::size_t n = 0; n < items.size(); ++n) {
+          out += (n > 0 ? ", " : "") + nl;
+          items[n].Json(out, inner);
+        }
+        out += "]";
+        break;
+      case K::kDict:
+        out += "{";
+        for (std::size_t n = 0; n < fields.size(); ++n) {
+          out += (n > 0 ? ", " : "") + nl + "\"" + fields[n].first + "\": ";
+          fields[n].second.Json(out, inner);
+        }
+        out += "}";
         break;
     }
   }
@@ -225,6 +256,51 @@ TEST(PytorchSynthetic, MalformedInputIsATraceError) {
     EXPECT_NE(std::string(e.what()).find("GLOBAL"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)ReadPytorchSnapshot("/nonexistent/x.pickle"), TraceError);
+}
+
+// torch.cuda.memory._snapshot() saved with json.dump (one line, or indented) instead of
+// _dump_snapshot's pickle, and either one gzipped: the same trace as the pickle.
+TEST(PytorchSynthetic, SavedAsJsonOrGzippedReadsAsThePickle) {
+  const Py root = TwoDevices();
+  std::vector<std::uint8_t> pickle = {0x80, 4};
+  root.Encode(pickle);
+  pickle.push_back(0x2e);
+  const Trace expected = ReadPytorchSnapshot(pickle, "s");
+  std::string line, indented;
+  root.Json(line);
+  root.Json(indented, " ");
+  const std::string pickled(pickle.begin(), pickle.end());
+  for (const std::string& form : {line, indented, profiler_fixtures::Gzip(pickled), profiler_fixtures::Gzip(line)}) {
+    SCOPED_TRACE(form.substr(0, 20));
+    const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(form.data()), form.size());
+    EXPECT_TRUE(LooksLikePytorchSnapshot(bytes));
+    const Trace t = ReadPytorchSnapshot(bytes, "s");
+    EXPECT_EQ(t.header, expected.header);
+    EXPECT_EQ(t.tags, expected.tags);
+    EXPECT_EQ(t.warnings, expected.warnings);
+    ASSERT_EQ(t.events.size(), expected.events.size());
+    for (std::size_t n = 0; n < t.events.size(); ++n) {
+      const Event& a = t.events[n];
+      const Event& b = expected.events[n];
+      EXPECT_EQ(std::tie(a.type, a.device, a.address, a.size, a.rounded, a.alloc_id, a.time_ns, a.tag),
+                std::tie(b.type, b.device, b.address, b.size, b.rounded, b.alloc_id, b.time_ns, b.tag))
+          << n;
+    }
+  }
+  EXPECT_EQ(line.substr(0, 14), "{\"segments\": [");
+  // Other JSON objects are not snapshots; a broken JSON snapshot is an error naming the byte.
+  const auto sniff = [](std::string_view text) {
+    return LooksLikePytorchSnapshot(std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+  };
+  EXPECT_FALSE(sniff(R"({"traceEvents": [], "segments": []})"));
+  EXPECT_FALSE(sniff(R"({"type": "header", "producer": "p"})"));
+  const std::string broken = R"({"segments": [{"device": 0,}]})";
+  try {
+    (void)ReadPytorchSnapshot(std::span(reinterpret_cast<const std::uint8_t*>(broken.data()), broken.size()), "s.json");
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("s.json: at byte 27: JSON: "), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

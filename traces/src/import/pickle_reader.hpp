@@ -72,12 +72,18 @@ class Document {
 
  private:
   friend Document ParsePickle(std::span<const std::uint8_t> bytes);
+  friend Document DocumentFromJson(std::string_view text);
   std::vector<Value> values_;
   ValueId root_ = 0;
 };
 
 // Parses a whole pickle. Throws PickleError.
 Document ParsePickle(std::span<const std::uint8_t> bytes);
+
+// The same value tree from JSON text: what a pickle of plain data becomes when saved with Python's
+// json.dump instead (tuples become lists, which Items() takes alike). snapshot_json.cpp. Throws
+// PickleError naming the byte offset of a JSON error.
+Document DocumentFromJson(std::string_view text);
 
 // Integer helpers: nullopt when `value` is no int or does not fit.
 std::optional<std::uint64_t> AsU64(const Value& value);

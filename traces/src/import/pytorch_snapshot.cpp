@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "gzip_text.hpp"
 #include "pickle_reader.hpp"
 #include "pytorch_model.hpp"
 #include "trace_builder.hpp"
@@ -432,6 +433,24 @@ class Importer {
 // (each expansion is an event to import), and refuse it when that passes the caps: more events
 // than --max-events, or (ReadLimits::check_proportion) more events than bytes in the file, which
 // no real snapshot has (every trace entry and block is a dict of its own, tens of bytes).
+// A gzipped snapshot expands to at most this much (4 GiB), as a .json.gz profiler trace.
+constexpr std::uint64_t kMaxInflatedSnapshot = std::uint64_t{4} << 30;
+
+// Whether `text` is a JSON object whose first key is a snapshot's ("segments" or "device_traces"):
+// torch.cuda.memory._snapshot() saved with json.dump, whose dict keeps that order.
+bool StartsJsonSnapshot(std::string_view text) {
+  std::size_t i = 0;
+  const auto skip = [&] {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
+  };
+  skip();
+  if (i >= text.size() || text[i] != '{') return false;
+  ++i;
+  skip();
+  const std::string_view rest = text.substr(std::min(i, text.size()));
+  return rest.starts_with("\"segments\"") || rest.starts_with("\"device_traces\"");
+}
+
 void CheckClaims(const pickle::Document& doc, std::uint64_t file_bytes, const std::string& name,
                  const ReadLimits& limits) {
   const pickle::Value& root = doc.root();
@@ -478,12 +497,22 @@ void CheckClaims(const pickle::Document& doc, std::uint64_t file_bytes, const st
 }  // namespace
 
 Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string& name, const ReadLimits& limits) {
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  // A snapshot gzipped (snapshot.pickle.gz) is read as the torch.profiler reader reads .json.gz.
+  std::string inflated;
+  if (gzip::IsGzip(text)) {
+    inflated = gzip::Gunzip(text, name, kMaxInflatedSnapshot);
+    text = inflated;
+    bytes = std::span(reinterpret_cast<const std::uint8_t*>(inflated.data()), inflated.size());
+  }
+  // Saved with json.dump instead of pickled: the same tree of values.
+  const bool json = StartsJsonSnapshot(text);
   try {
-    const pickle::Document doc = pickle::ParsePickle(bytes);
+    const pickle::Document doc = json ? pickle::DocumentFromJson(text) : pickle::ParsePickle(bytes);
     CheckClaims(doc, bytes.size(), name, limits);
     return Importer(doc, name).Run();
   } catch (const pickle::PickleError& e) {
-    throw TraceError(name, e.offset(), "pickle: " + e.detail());
+    throw TraceError(name, e.offset(), (json ? "JSON: " : "pickle: ") + e.detail());
   } catch (const TraceError&) {
     throw;
   } catch (const std::runtime_error& e) {
@@ -500,6 +529,12 @@ Trace ReadPytorchSnapshot(const std::string& path, const ReadLimits& limits) {
 }
 
 bool LooksLikePytorchSnapshot(std::span<const std::uint8_t> head) {
+  std::string inflated;
+  if (gzip::IsGzip(std::string_view(reinterpret_cast<const char*>(head.data()), head.size()))) {
+    inflated = gzip::GunzipPrefix(std::string_view(reinterpret_cast<const char*>(head.data()), head.size()), 4096);
+    head = std::span(reinterpret_cast<const std::uint8_t*>(inflated.data()), inflated.size());
+  }
+  if (StartsJsonSnapshot(std::string_view(reinterpret_cast<const char*>(head.data()), head.size()))) return true;
   if (head.size() < 2 || head[0] != 0x80 || head[1] < 2 || head[1] > 5) return false;
   const std::string_view text(reinterpret_cast<const char*>(head.data()), std::min<std::size_t>(head.size(), 128));
   if (head.size() < 16) return true;  // too short to tell more
