@@ -180,6 +180,28 @@ TEST(TfUnlisted, BinsCountInUseChunksTheListLacks) {
   EXPECT_EQ(ct.header.source.states[0].free_at_least, std::nullopt);
 }
 
+// TF 0.6 files a chunk under the smallest bin not below its size: its "Bin for 512.00MiB was
+// 512.00MiB" table lists a free 288 MiB chunk. That chunk is what is free, not the bin's size.
+TEST(TfUnlisted, TheChunkStateTableOfTf06) {
+  const std::string text =
+      "I tensorflow/core/common_runtime/gpu/gpu_bfc_allocator.cc:366] Bin (536870912): \tTotal Chunks: 1, Chunks in "
+      "use: 0 288.00MiB allocated for chunks. 128.00MiB client-requested for chunks. 0B in use in bin. 0B "
+      "client-requested in use in bin.\n"
+      "I tensorflow/core/common_runtime/gpu/gpu_bfc_allocator.cc:385] Bin for 512.00MiB was 512.00MiB, Chunk State: \n"
+      "I tensorflow/core/common_runtime/gpu/gpu_bfc_allocator.cc:390]   Size: 288.00MiB | Requested Size: 128.00MiB | "
+      "in_use: 0, prev:   Size: 512.00MiB | Requested Size: 512.00MiB | in_use: 1, next:   Size: 129.01MiB | "
+      "Requested Size: 128.00MiB | in_use: 1\n"
+      "I tensorflow/core/common_runtime/gpu/gpu_bfc_allocator.cc:400] Chunk at 0x3a60e2a00 of size 135274496\n";
+  const auto dumps = ParseTfBfcLog(text, "tf06.log");
+  ASSERT_EQ(dumps.size(), 1u);
+  const TfBfcDump& d = dumps[0];
+  EXPECT_EQ(d.unlisted_free_chunks, 1u);
+  EXPECT_EQ(d.unlisted_free_bytes, 288 * kMiB);
+  EXPECT_EQ(d.unlisted_largest_free, 288 * kMiB);
+  EXPECT_EQ(d.largest_free, 288 * kMiB);
+  EXPECT_EQ(d.free_in_regions, 288 * kMiB);
+}
+
 // TF 2.2, its chunk list cut by its author: after the one "Next region of size" line that
 // survived, two chunks lie far outside that region (their own region's line was cut). They are
 // kept, outside every listed region, and the region is not credited with them.

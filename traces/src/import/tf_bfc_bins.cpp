@@ -154,8 +154,10 @@ void CountUnlistedChunks(TfBfcDump& d, const Warner& warn) {
   if (d.bins.empty() && d.chunk_state.empty()) return;
   std::map<std::uint64_t, Listed> listed = ListedByClass(d);
   const bool bins_count_in_use = BinsCountInUse(d);
-  // Per size class: the free chunks the list lacks, their bytes (at least the bin's size each) and
-  // how near the printed figures are.
+  // Per size class: the free chunks the list lacks, their bytes and how near the printed figures
+  // are. A chunk of bin N holds more than N / 2 bytes whatever the era (TF >= 1.x files a chunk
+  // under the largest bin size not above it; TF 0.x under the smallest not below it: its "Bin for
+  // 512.00MiB was 512.00MiB" lists a free 288 MiB chunk), so that much at least.
   struct Missing {
     std::uint64_t chunks = 0, bytes = 0, margin = 0;
   };
@@ -167,14 +169,14 @@ void CountUnlistedChunks(TfBfcDump& d, const Warner& warn) {
       const std::uint64_t chunks = bin_free - n.free;
       // TF <= 1.2 counts free chunks only: its "in use in bin" is 0.
       const std::uint64_t printed = Minus(Minus(b.bytes_in_bin, b.bytes_in_use), n.free_bytes);
-      free[b.bin_size] = {chunks, std::max(printed, SaturatingMul(chunks, b.bin_size)),
+      free[b.bin_size] = {chunks, std::max(printed, SaturatingMul(chunks, b.bin_size / 2)),
                           SaturatingAdd(b.bytes_margin, b.in_use_margin)};
     }
     if (bins_count_in_use && b.chunks_in_use > n.in_use) {
       const std::uint64_t chunks = b.chunks_in_use - n.in_use;
       d.unlisted_in_use_chunks += chunks;
       d.unlisted_in_use_bytes = SaturatingAdd(
-          d.unlisted_in_use_bytes, std::max(Minus(b.bytes_in_use, n.in_use_bytes), SaturatingMul(chunks, b.bin_size)));
+          d.unlisted_in_use_bytes, std::max(Minus(b.bytes_in_use, n.in_use_bytes), SaturatingMul(chunks, b.bin_size / 2)));
       d.unlisted_margin = SaturatingAdd(d.unlisted_margin, b.in_use_margin);
     }
   }
@@ -196,7 +198,7 @@ void CountUnlistedChunks(TfBfcDump& d, const Warner& warn) {
     if (shown > n.free) {
       Missing& m = free[bin];
       if (shown - n.free >= m.chunks)
-        m = {shown - n.free, std::max(Minus(sum, n.free_bytes), SaturatingMul(shown - n.free, bin)), margin};
+        m = {shown - n.free, Minus(sum, n.free_bytes), margin};
       // The largest free chunk of the table, unless the list has it (the same size, as printed).
       if (!Agrees(largest, largest_margin, n.largest_free) && largest > n.largest_free)
         d.unlisted_largest_free = largest;

@@ -153,8 +153,8 @@ struct TfBfcDump {
   std::uint64_t listed_reserved = 0;
   bool from_stats = false;
   // Chunks the bin lines and the Chunk State table count that the chunk list lacks (by size
-  // class), and their bytes as those lines print them (lower bounds: a chunk of bin N holds at
-  // least N bytes), within `unlisted_margin` of the truth; the bytes are exact where they fill the
+  // class), and their bytes as those lines print them (lower bounds: a chunk of bin N holds more
+  // than N / 2 bytes in every era), within `unlisted_margin` of the truth; the bytes are exact where they fill the
   // part of a printed region that no listed chunk covers. unlisted_largest_free: the largest free
   // chunk the Chunk State table shows that the list lacks (0: none).
   std::uint64_t unlisted_free_chunks = 0, unlisted_free_bytes = 0;
