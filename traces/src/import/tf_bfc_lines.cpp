@@ -48,6 +48,39 @@ std::uint64_t DtypeBytes(std::string_view type) {
   return 0;
 }
 
+std::optional<std::uint64_t> TensorBytes(std::string_view dims, std::string_view type, std::string& problem) {
+  // shape[] is a scalar: one element.
+  std::uint64_t elements = 1;
+  bool too_many = false;
+  problem.clear();
+  while (problem.empty() && !TrimLeft(dims).empty()) {
+    const ScannedNumber v = ScanUint(dims);
+    if (v.kind == NumberKind::kNegative) problem = fmt::format("a negative dimension ({})", v.text);
+    else if (v.kind == NumberKind::kTooLong) problem = fmt::format("a dimension of more than 64 bits ({})", v.text);
+    else if (v.kind == NumberKind::kNone) problem = "a dimension that is not a number";
+    if (!problem.empty()) break;
+    if (v.value == 0) {  // no elements, however large the others
+      elements = 0;
+      too_many = false;
+    } else if (const auto product = CheckedMul(elements, v.value)) {
+      elements = *product;
+    } else {
+      too_many = true;
+    }
+    dims = TrimLeft(dims);
+    if (StartsWith(dims, ",")) dims.remove_prefix(1);
+    else if (!dims.empty()) problem = "a dimension that is not a number";
+  }
+  const std::uint64_t width = DtypeBytes(type);
+  if (problem.empty() && width == 0)
+    problem = type.empty() ? "its size in bytes is unknown" : "no known element size for the type";
+  if (!problem.empty()) return std::nullopt;
+  const std::optional<std::uint64_t> bytes = too_many ? std::nullopt : CheckedMul(elements, width);
+  if (!bytes) problem = "more than 2^64 bytes";
+  else if (!IsRepresentableSize(*bytes)) problem = OversizeMessage(*bytes);
+  return problem.empty() ? bytes : std::nullopt;
+}
+
 bool ParseBinLine(std::string_view text, TfBfcBin& bin, std::string& problem) {
   const std::size_t p = text.find("Bin (");
   if (p == std::string_view::npos) return false;

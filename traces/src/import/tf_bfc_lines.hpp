@@ -27,6 +27,11 @@ tftext::ScannedNumber ScanBytes(std::string_view& s);
 // 0 when unknown.
 std::uint64_t DtypeBytes(std::string_view type);
 
+// The bytes of a tensor of shape `dims` ("1,330,330,64,1"; "" is a scalar) and `type` ("float";
+// "" when the line prints none), or nullopt and `problem` ("a negative dimension (-1)", "its size
+// in bytes is unknown", "more than 2^64 bytes", above 4 EiB).
+std::optional<std::uint64_t> TensorBytes(std::string_view dims, std::string_view type, std::string& problem);
+
 // "Bin (256): \tTotal Chunks: 1, Chunks in use: 0. 256B allocated for chunks. 0B in use in bin. ...":
 // false when the line is no bin line; else `bin` (its line left 0) and, when a number cannot be
 // taken, `problem` ("bin size -512 is negative, not a size").

@@ -33,7 +33,6 @@ bool HasContent(const TfBfcDump& d) {
          !d.errors.empty() || d.bin_for != 0 || d.summary_lines > 0 || d.summary_total.has_value();
 }
 
-using tfline::DtypeBytes;
 using tfline::NumberProblem;
 using tfline::ScanBytes;
 using tfline::Unit;
@@ -498,38 +497,8 @@ class Scanner {
     // TF <= 1.4 prints the shape without its type ("shape[128,225,225,3]").
     const std::string shape = type.empty() ? fmt::format("the tensor shape [{}] (no element type printed)", dims)
                                            : fmt::format("the tensor shape [{}] of type {}", dims, type);
-    // shape[] is a scalar: one element.
-    std::uint64_t elements = 1;
-    bool too_many = false;
     std::string problem;
-    while (problem.empty() && !TrimLeft(dims).empty()) {
-      const ScannedNumber v = ScanUint(dims);
-      if (v.kind == NumberKind::kNegative) problem = fmt::format("a negative dimension ({})", v.text);
-      else if (v.kind == NumberKind::kTooLong)
-        problem = fmt::format("a dimension of more than 64 bits ({})", v.text);
-      else if (v.kind == NumberKind::kNone) problem = "a dimension that is not a number";
-      if (!problem.empty()) break;
-      if (v.value == 0) {  // no elements, however large the others
-        elements = 0;
-        too_many = false;
-      } else if (const auto product = CheckedMul(elements, v.value)) {
-        elements = *product;
-      } else {
-        too_many = true;
-      }
-      dims = TrimLeft(dims);
-      if (StartsWith(dims, ",")) dims.remove_prefix(1);
-      else if (!dims.empty()) problem = "a dimension that is not a number";
-    }
-    const std::uint64_t width = DtypeBytes(type);
-    std::optional<std::uint64_t> bytes;
-    if (problem.empty() && width == 0)
-      problem = type.empty() ? "its size in bytes is unknown" : "no known element size for the type";
-    if (problem.empty()) {
-      bytes = too_many ? std::nullopt : CheckedMul(elements, width);
-      if (!bytes) problem = "more than 2^64 bytes";
-      else if (!IsRepresentableSize(*bytes)) problem = OversizeMessage(*bytes);
-    }
+    const std::optional<std::uint64_t> bytes = tfline::TensorBytes(dims, type, problem);
     if (!problem.empty()) {
       // The op's line and the traceback print the same shape: one warning for it.
       std::string message = fmt::format("{}: {}: not taken as the request", shape, problem);
