@@ -1,7 +1,8 @@
 // Histories from other tools, end to end through `fragscope report`: a torch.profiler window
 // profiled mid-run (Total Allocated / Total Reserved: absolute peaks, what was live before, reserved
-// memory and its ratios, no invented fragmentation), and RMM logs as crashes leave them (a cut last
-// line) with zero-size null allocations.
+// memory and its ratios, no invented fragmentation), RMM logs as crashes and Spark leave them (a
+// cut last line, zero-size null allocations, rows inside an executor log), and a PyTorch snapshot
+// saved as JSON.
 #include <fstream>
 #include <string>
 
@@ -82,7 +83,7 @@ TEST_F(Cli, ProfilerWindowReportsAbsolutePeaksAndRecordedReservedMemory) {
   EXPECT_EQ(text.out.find("fragmentation over time"), std::string::npos) << text.out;
 }
 
-TEST_F(Cli, RmmLogsAsCrashesLeaveThem) {
+TEST_F(Cli, RmmLogsAsCrashesAndSparkLeaveThem) {
   const std::string head =
       "Thread,Time,Action,Pointer,Size,Stream\n"
       "2342727,15:47:02.841961,allocate,0x10012400000,1048576,0\n"
@@ -108,6 +109,18 @@ TEST_F(Cli, RmmLogsAsCrashesLeaveThem) {
   EXPECT_EQ(nil["devices"][0]["peak_in_use"], 256);
   EXPECT_EQ(nil["events"], 2);
   EXPECT_TRUE(nil["warnings"].empty()) << nil["warnings"];
+
+  r = Run({"report",
+           Write("executor.log", "24/01/02 10:00:00 INFO GpuDeviceManager: Initializing RMM ARENA pool\n"
+                                 "1979932,14:21:19.998533,allocate,0x30a000000,256,0x2\n"
+                                 "24/01/02 10:00:01 INFO Executor: Running task 0.0 in stage 0.0 (TID 0)\n"
+                                 "1980043,14:21:32.661875,free,0x30a000000,256,0x2\n"),
+           "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto mixed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(mixed["format"], "RMM log (CSV)");
+  EXPECT_EQ(mixed["events"], 2);
+  EXPECT_EQ(mixed["devices"][0]["peak_load"], 256);
 }
 
 // A snapshot saved with json.dump (one line of JSON) went to the JSON Lines reader ("line 1: the

@@ -71,7 +71,10 @@ TEST(RmmCsv, ErrorsNameFileAndLine) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message("Thread,Time\n").find("line 1"), std::string::npos);
+  EXPECT_NE(message("Thread,Time\n").find("bad.csv: at byte 0: not an RMM log: no \"Thread,Time,Action,Pointer,Size,"
+                                         "Stream\" header line first and no row anywhere"),
+            std::string::npos)
+      << message("Thread,Time\n");
   EXPECT_NE(message(head + "1,00:00:00.1,resize,0x1,1,0x0\n").find("line 3: unknown action \"resize\""),
             std::string::npos);
   EXPECT_NE(message(head + "1,00:00:00.1,free,0x1,1\n").find("line 3: 5 fields"), std::string::npos);
@@ -135,6 +138,42 @@ TEST(RmmCsv, ZeroSizeNullAllocationsAreNoEvents) {
     ASSERT_EQ(t.warnings.size(), 1u);  // the failure's unknown cause; nothing about the null rows
     EXPECT_NE(t.warnings[0].find("null.csv:6: allocate failure"), std::string::npos) << t.warnings[0];
   }
+}
+
+// spark.rapids.memory.gpu.debug=STDOUT prints the rows without the header; =STDERR mixes them into
+// the executor's log. Rows are read wherever they are; other lines are skipped and counted.
+TEST(RmmCsv, RowsWithoutTheHeaderAndInsideOtherLogOutput) {
+  const std::string rows =
+      "1979932,14:21:19.998533,allocate,0x30a000000,256,0x2\n"
+      "1980043,14:21:32.661875,free,0x30a000000,256,0x2\n";
+  EXPECT_TRUE(LooksLikeRmmCsv(rows));
+  const Trace bare = ParseRmmCsv(rows, "rows.csv");
+  ASSERT_EQ(bare.events.size(), 2u);
+  EXPECT_EQ(bare.events[1].alloc_id, bare.events[0].alloc_id);
+  EXPECT_EQ(bare.events[1].time_ns, 12'663'342'000u);
+  EXPECT_TRUE(bare.warnings.empty());
+
+  const std::string mixed =
+      "24/01/02 10:00:00 INFO GpuDeviceManager: Initializing RMM ARENA pool size = 30720.0 MB on gpuId 0\n"
+      "Thread,Time,Action,Pointer,Size,Stream\n"
+      "1979932,14:21:19.998533,allocate,0x30a000000,256,0x2\n"
+      "24/01/02 10:00:01 INFO Executor: Running task 0.0 in stage 0.0 (TID 0)\n"
+      "1980043,14:21:32.661875,free,0x30a000000,256,0x2\n";
+  EXPECT_TRUE(LooksLikeRmmCsv(mixed));
+  const Trace t = ParseRmmCsv(mixed, "executor.log");
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[0].size, 256u);
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_EQ(t.warnings[0], "executor.log: 2 lines that are no RMM rows skipped (other log output; the first on line 1)");
+
+  // A row that means to be one (an RMM action in its third field) but is broken is an error there too.
+  try {
+    (void)ParseRmmCsv(mixed + "1980043,noon,free,0x30a000000,256,0x2\nmore log\n", "executor.log");
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 6: bad time \"noon\""), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(LooksLikeRmmCsv("24/01/02 10:00:00 INFO Executor: nothing here\nfree,0x1\n"));
 }
 
 TEST(RmmCsv, Detection) {

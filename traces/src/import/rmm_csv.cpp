@@ -127,6 +127,12 @@ std::optional<Row> ParseRow(std::string_view line, std::string* why, bool* rmm_s
   return std::nullopt;
 }
 
+bool IsRow(std::string_view line) {
+  std::string why;
+  bool shaped = false;
+  return ParseRow(Trim(line), &why, &shaped).has_value();
+}
+
 }  // namespace
 
 Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimits& limits) {
@@ -142,7 +148,13 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
   std::unordered_map<std::uint64_t, Live> live;
   std::uint64_t in_use = 0, requested = 0, next_id = 0, unknown_frees = 0, failures = 0;
   std::uint64_t first_time = 0, day = 0, previous_raw = 0, previous = 0;
-  bool have_time = false, header = false;
+  bool have_time = false;
+  // A log RMM wrote starts with its header, and every line after it is a row. Rows without the
+  // header (spark.rapids.memory.gpu.debug=STDOUT) or inside other log output (=STDERR) are read
+  // from any text: lines that are no row are skipped and counted.
+  std::optional<bool> strict;
+  std::uint64_t rows = 0, skipped = 0;
+  std::size_t first_skipped = 0;
   std::size_t line = 0;
   std::size_t offset = 0;
   while (offset < text.size()) {
@@ -156,16 +168,16 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
     auto fail = [&](const std::string& message) {
       return TraceError(name, line_offset, fmt::format("line {}: {}", line, message));
     };
-    if (!header) {
-      if (row != kHeader)
-        throw fail(fmt::format("not an RMM log: the first line must be \"{}\"", kHeader));
-      header = true;
-      continue;
-    }
+    if (!strict) strict = row == kHeader;
+    if (row == kHeader) continue;  // the header, or a log appended to another
     std::string why;
     bool shaped = false;
     const std::optional<Row> parsed = ParseRow(row, &why, &shaped);
     if (!parsed) {
+      if (!*strict && !shaped) {  // other log output
+        if (skipped++ == 0) first_skipped = line;
+        continue;
+      }
       if (nl == std::string_view::npos) {
         // The last line, with no end: the log was cut while it was written (a crash loses the
         // buffered tail). Only this line; one in the middle is an error.
@@ -176,6 +188,7 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
       }
       throw fail(why);
     }
+    ++rows;
     const Row& r = *parsed;
     // A zero-size allocation gets a null pointer, and its free frees nothing (spark-rapids' logs
     // have them): no memory, no event.
@@ -253,7 +266,14 @@ Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimi
     }
     builder.Append(e);
   }
-  if (!header) throw TraceError(name, 0, fmt::format("empty: no \"{}\" header line", kHeader));
+  if (!strict) throw TraceError(name, 0, fmt::format("empty: no \"{}\" header line and no row", kHeader));
+  if (!*strict && rows == 0) {
+    throw TraceError(name, 0, fmt::format("not an RMM log: no \"{}\" header line first and no row anywhere", kHeader));
+  }
+  if (skipped > 0) {
+    trace.warnings.push_back(fmt::format("{}: {} lines that are no RMM rows skipped (other log output; the first on "
+                                         "line {})", name, skipped, first_skipped));
+  }
   if (unknown_frees > 10)
     trace.warnings.push_back(fmt::format("{}: {} frees of pointers the log never allocated in all",
                                          name, unknown_frees));
@@ -271,9 +291,16 @@ Trace ReadRmmCsv(const std::string& path, const ReadLimits& limits) {
 
 bool LooksLikeRmmCsv(std::string_view head) {
   if (StartsWith(head, "\xEF\xBB\xBF")) head.remove_prefix(3);  // UTF-8 byte order mark
-  head = TrimLeft(head);
-  const std::string_view first = Trim(head.substr(0, head.find('\n')));
-  return first == kHeader;
+  // The header as the first line (a log RMM wrote), or anywhere in the first bytes, or a row:
+  // rows without the header, or inside other log output (spark.rapids.memory.gpu.debug).
+  for (std::size_t at = 0; at < head.size();) {
+    const std::size_t nl = head.find('\n', at);
+    const std::string_view line = Trim(head.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at));
+    if (line == kHeader || IsRow(line)) return true;
+    if (nl == std::string_view::npos) break;
+    at = nl + 1;
+  }
+  return false;
 }
 
 void WriteRmmCsv(const Trace& trace, std::ostream& out) {

@@ -20,16 +20,19 @@
 
 namespace fragscope::traces {
 
-// Reads an RMM log. Strict: a missing header, a short row, a bad number or an unknown action is a
-// TraceError naming the file and line — but for a last line without its end (the log was cut while
-// it was written), which is left out with a warning. A zero-size allocation with a null pointer
-// (and its free) is no event.
+// Reads an RMM log. A log that starts with the header is strict: a short row, a bad number or an
+// unknown action is a TraceError naming the file and line — but for a last line without its end
+// (the log was cut while it was written), which is left out with a warning. Rows without the
+// header, or inside other log output (spark.rapids.memory.gpu.debug), are read from any text: lines
+// that are no row are skipped (counted in a warning), a broken row (an RMM action in its third
+// field) is still an error. A zero-size allocation with a null pointer (and its free) is no event.
 // A free of a pointer that the log never allocated is a warning (the allocation predates the log).
 Trace ReadRmmCsv(const std::string& path, const ReadLimits& limits = {});
 // The same from text in memory; `name` stands for the path in messages.
 Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimits& limits = {});
 
-// Whether the start of a file is an RMM log (its first line is the CSV header).
+// Whether the start of a file is an RMM log: the CSV header as a line (the first, or any), or a
+// line that is a row.
 bool LooksLikeRmmCsv(std::string_view head);
 
 // Writes alloc, free and oom events (of every device: RMM logs have no device column) as an RMM
