@@ -18,20 +18,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "support/cli_fixture.hpp"
-#include "support/golden.hpp"
-#include "support/shell.hpp"
+#include "cli_commands.hpp"
 
 namespace {
-
-namespace fs = std::filesystem;
-using fragscope::testing::ExpectGolden;
-using fragscope::testing::Quote;
-using fragscope::testing::Slurp;
-
-using Result = fragscope::testing::CliResult;
-
-class Cli : public fragscope::testing::CliTest {};
 
 // An error message converts to nothing (its numbers are in report's diagnosis, not in events):
 // refused, as replay refuses it, instead of an empty trace and exit 0.

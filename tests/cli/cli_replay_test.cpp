@@ -18,20 +18,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "support/cli_fixture.hpp"
-#include "support/golden.hpp"
-#include "support/shell.hpp"
+#include "cli_commands.hpp"
 
 namespace {
-
-namespace fs = std::filesystem;
-using fragscope::testing::ExpectGolden;
-using fragscope::testing::Quote;
-using fragscope::testing::Slurp;
-
-using Result = fragscope::testing::CliResult;
-
-class Cli : public fragscope::testing::CliTest {};
 
 // A trace with no allocation event (cut after its header) has nothing to replay: replay, compare and
 // min-limit refuse it (they printed tables of zeros and "smallest limit 1.00 MiB", exit 0), and

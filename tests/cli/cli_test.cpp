@@ -19,20 +19,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "support/cli_fixture.hpp"
-#include "support/golden.hpp"
-#include "support/shell.hpp"
+#include "cli_commands.hpp"
 
 namespace {
-
-namespace fs = std::filesystem;
-using fragscope::testing::ExpectGolden;
-using fragscope::testing::Quote;
-using fragscope::testing::Slurp;
-
-using Result = fragscope::testing::CliResult;
-
-class Cli : public fragscope::testing::CliTest {};
 
 TEST_F(Cli, HelpListsEverySubcommand) {
   const Result r = Run({"--help"});

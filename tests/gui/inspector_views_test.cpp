@@ -195,7 +195,7 @@ TEST(Inspector, ScaleSizesTheFontAndTheLayout) {
 
 // DESIGN.md's "external fragmentation over time": the timeline draws it on its own 0..1 scale when
 // asked, once the model's pass (a job, off the UI thread) has run. The columns are the model's, and
-// narrow columns are solid lines at their rows.
+// each column's max is a line of the series' colour at its row.
 TEST(Inspector, FragmentationOverTimeIsDrawnOnItsOwnScale) {
   std::string skip;
   auto app = OpenApp(kSamples + "synth-small.fst", "timeline", std::uint64_t{0}, &skip);
