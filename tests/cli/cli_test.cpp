@@ -136,6 +136,24 @@ TEST_F(Cli, GoldenReportsOfTheSamples) {
   }
 }
 
+// report reads the allocation sequence only when a trace has OOMs, in a second read of the input
+// (the first keeps the model alone): from a file, and from standard input's kept copy, the minimal
+// limit is the same.
+TEST_F(Cli, ReportReadsTheSequenceAgainForTheMinimalLimit) {
+  const Result file = Run({"report", Sample("synth-oom.fst"), "--json"});
+  const Result piped = Run({"report", "-", "--json"}, Sample("synth-oom.fst"));
+  ASSERT_EQ(file.code, 1) << file.err;
+  ASSERT_EQ(piped.code, 1) << piped.err;
+  const auto from_file = nlohmann::json::parse(file.out)["devices"][0]["ooms"][0];
+  const auto from_stdin = nlohmann::json::parse(piped.out)["devices"][0]["ooms"][0];
+  EXPECT_EQ(from_file["min_limit"], 2434793472u);
+  EXPECT_EQ(from_stdin["min_limit"], from_file["min_limit"]);
+  EXPECT_EQ(from_stdin["suggestion"], from_file["suggestion"]);
+  // Without OOMs nothing is replayed: no second read, no minimal limit.
+  const auto small = nlohmann::json::parse(Run({"report", "-", "--json"}, Sample("synth-small.fst")).out);
+  EXPECT_TRUE(small["devices"][0]["ooms"].empty());
+}
+
 TEST_F(Cli, ReportJsonHasTheDocumentedShape) {
   const Result r = Run({"report", Sample("synth-oom.fst"), "--json"});
   const auto json = nlohmann::json::parse(r.out);
