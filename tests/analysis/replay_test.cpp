@@ -68,6 +68,49 @@ TEST(AllocationSequence, MatchesFreesByDeviceAndAddress) {
   EXPECT_EQ(PeakLoadByDevice(s), (std::vector<std::uint64_t>{400, 700}));
 }
 
+// A device left out (a profiler trace's host memory): its ops, markers and failed requests go, the
+// rest keep their order and markers their place, allocation indices renumbered densely.
+TEST(AllocationSequence, WithoutDevicesRenumbersWhatIsLeft) {
+  Event oom = Make(EventType::kOom, 7, 0, 5000, 0, 4);
+  oom.oom.request = 5000;
+  Event marker = Make(EventType::kMarker, 7, 0, 0, 0, 5);
+  marker.tag = 1;
+  Event kept_marker = Make(EventType::kMarker, 0, 0, 0, 0, 6);
+  kept_marker.tag = 1;
+  const std::vector<Event> events = {
+      Alloc(7, 0x9000, 64, 1, 0),     // allocation 0: host
+      Alloc(0, 0x1000, 100, 2, 1),    // allocation 1 -> 0
+      Alloc(7, 0xa000, 32, 3, 2),     // allocation 2: host, never freed
+      Free(7, 0x9000, 1, 3),
+      oom,                            // a failed host request
+      marker,
+      kept_marker,                    // before the next kept op
+      Alloc(0, 0x2000, 300, 4, 7),    // allocation 3 -> 1, never freed
+      Free(0, 0x1000, 2, 8),
+  };
+  const std::vector<std::string> tags = {"step 0 begin"};
+  const AllocationSequence all = Build({}, events, &tags);
+  ASSERT_EQ(all.allocations, 4u);
+  ASSERT_EQ(all.recorded_ooms, 1u);
+  ASSERT_EQ(all.markers.size(), 2u);
+  const AllocationSequence gpu = WithoutDevices(all, {7});
+  EXPECT_EQ(gpu.devices, std::vector<std::uint32_t>{0});
+  EXPECT_EQ(gpu.allocations, 2u);
+  EXPECT_EQ(gpu.never_freed, 1u);
+  EXPECT_EQ(gpu.recorded_ooms, 0u);
+  std::vector<std::tuple<bool, std::uint32_t, std::uint64_t, std::uint64_t>> ops;
+  for (const AllocationOp& op : gpu.ops) ops.emplace_back(op.is_free, op.allocation, op.size, op.seq);
+  EXPECT_EQ(ops, (std::vector<std::tuple<bool, std::uint32_t, std::uint64_t, std::uint64_t>>{
+                     {false, 0, 100, 1}, {false, 1, 300, 7}, {true, 0, 100, 8}}));
+  ASSERT_EQ(gpu.markers.size(), 1u);
+  EXPECT_EQ(std::tuple(gpu.markers[0].device, gpu.markers[0].before_op, gpu.markers[0].seq), std::tuple(0u, 1u, 6u));
+  EXPECT_EQ(PeakLoadByDevice(gpu), std::vector<std::uint64_t>{400});
+  // Nothing of those devices: the same sequence.
+  const AllocationSequence same = WithoutDevices(all, {3});
+  EXPECT_EQ(same.ops.size(), all.ops.size());
+  EXPECT_EQ(same.allocations, all.allocations);
+}
+
 TEST(AllocationSequence, OomsAllocIdMismatchesAndLostFrees) {
   Event oom = Make(EventType::kOom, 0, 0, 5000, 0, 3);
   oom.oom.request = 5000;

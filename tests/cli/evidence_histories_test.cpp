@@ -83,6 +83,35 @@ TEST_F(Cli, ProfilerWindowReportsAbsolutePeaksAndRecordedReservedMemory) {
   EXPECT_EQ(text.out.find("fragmentation over time"), std::string::npos) << text.out;
 }
 
+// The profiler's CPU device is PyTorch's host memory: replays of GPU policies leave it out (before,
+// it ran on an 80 GiB simulated GPU, and compare's rows summed it in), and say so.
+TEST_F(Cli, ReplaysLeaveAProfilersHostMemoryOut) {
+  const std::string trace = Write("window.json", Window());
+  const CliResult replay = Run({"replay", trace, "--json"});
+  ASSERT_EQ(replay.code, 0) << replay.err;
+  const auto devices = nlohmann::json::parse(replay.out)["devices"];
+  ASSERT_EQ(devices.size(), 1u) << devices;
+  EXPECT_EQ(devices[0]["device"], 0);
+  EXPECT_NE(replay.err.find("window.json: device 1000000 (cpu (host memory)) holds host memory, not GPU memory: "
+                            "the replays leave it out"),
+            std::string::npos)
+      << replay.err;
+  const CliResult compare = Run({"compare", trace, "--json", "--alloc-conf", "growth=off,preallocate=1"});
+  ASSERT_EQ(compare.code, 0) << compare.err;
+  const auto table = nlohmann::json::parse(compare.out);
+  EXPECT_EQ(table["recorded"]["peak_reserved"], 12 * kMiB) << "cuda:0's Total Reserved alone";
+  // The whole of cuda:0 (85 GB), not that plus an 80 GiB host device.
+  EXPECT_EQ(table["configurations"][0]["peak_reserved"], 85000000000u) << table;
+
+  // Host memory only: nothing for a GPU allocator to replay, said as such.
+  const std::string host = Write("host.json", fragscope::traces::profiler_fixtures::Trace(
+                                                  {MemoryEvent(15, 256, 0, -1, 0x9000), MemoryEvent(16, -256, 0, -1, 0x9000)},
+                                                  R"("schemaVersion": 1)"));
+  const CliResult none = Run({"replay", host});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("host.json: every allocation is of host memory"), std::string::npos) << none.err;
+}
+
 TEST_F(Cli, RmmLogsAsCrashesAndSparkLeaveThem) {
   const std::string head =
       "Thread,Time,Action,Pointer,Size,Stream\n"

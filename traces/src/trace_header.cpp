@@ -18,4 +18,8 @@ std::optional<EvidenceKind> ParseEvidenceKind(std::string_view text) {
   return std::nullopt;
 }
 
+bool IsForeignHostMemory(const DeviceDescription& device) {
+  return std::string_view(device.backing).ends_with("host memory");
+}
+
 }  // namespace fragscope::traces

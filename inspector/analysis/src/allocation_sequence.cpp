@@ -314,6 +314,47 @@ AllocationSequence RecordedWindow(AllocationSequence sequence) {
   return sequence;
 }
 
+AllocationSequence WithoutDevices(AllocationSequence sequence, const std::vector<std::uint32_t>& devices) {
+  const auto dropped = [&](std::uint32_t device) {
+    return std::find(devices.begin(), devices.end(), device) != devices.end();
+  };
+  if (std::none_of(sequence.devices.begin(), sequence.devices.end(), dropped)) return sequence;
+  // An allocation's alloc and free are on one device, so the alloc decides for both.
+  constexpr std::uint32_t kDropped = 0xfffffffeu;
+  std::vector<std::uint32_t> renumbered(sequence.allocations, kDropped);
+  std::uint32_t next = 0;
+  std::uint64_t kept_frees = 0, kept_failed = 0;
+  std::vector<AllocationOp> ops;
+  std::vector<std::uint64_t> times;
+  ops.reserve(sequence.ops.size());
+  std::size_t marker = 0;  // markers keep their place: before the first kept op after them
+  for (std::size_t i = 0; i < sequence.ops.size(); ++i) {
+    for (; marker < sequence.markers.size() && sequence.markers[marker].before_op <= i; ++marker) {
+      sequence.markers[marker].before_op = ops.size();
+    }
+    AllocationOp op = sequence.ops[i];
+    if (dropped(op.device)) continue;
+    if (op.allocation == AllocationOp::kNoAllocation) {
+      ++kept_failed;
+    } else {
+      if (!op.is_free) renumbered[op.allocation] = next++;
+      op.allocation = renumbered[op.allocation];
+      if (op.is_free) ++kept_frees;
+    }
+    ops.push_back(op);
+    if (!sequence.time_ns.empty()) times.push_back(sequence.time_ns[i]);
+  }
+  for (; marker < sequence.markers.size(); ++marker) sequence.markers[marker].before_op = ops.size();
+  std::erase_if(sequence.markers, [&](const SequenceMarker& m) { return dropped(m.device); });
+  std::erase_if(sequence.devices, dropped);
+  sequence.ops = std::move(ops);
+  sequence.time_ns = std::move(times);
+  sequence.allocations = next;
+  sequence.never_freed = next - kept_frees;
+  sequence.recorded_ooms = kept_failed;
+  return sequence;
+}
+
 std::vector<std::uint64_t> PeakLoadByDevice(const AllocationSequence& sequence) {
   const std::size_t count = sequence.devices.size();
   std::vector<std::uint64_t> live(count, 0), peak(count, 0);

@@ -238,6 +238,7 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
       }
     } else if (m.device_type == kCpu) {
       d.name = "cpu (host memory)";
+      d.backing = "pytorch host memory";  // PyTorch's CPU allocator: traces::IsForeignHostMemory
     } else {
       d.name = fmt::format("{}:{}", DeviceTypeName(m.device_type), std::max<std::int64_t>(m.device_id, 0));
     }

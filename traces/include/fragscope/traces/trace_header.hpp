@@ -20,6 +20,13 @@ struct DeviceDescription {
   bool operator==(const DeviceDescription&) const = default;  // (TraceHeader's == needs it)
 };
 
+// Host (CPU) memory that another framework's allocator handed out, in imported evidence: the CPU
+// device of a torch.profiler trace (backing "pytorch host memory"), TensorFlow's pinned host pool
+// ("tensorflow pinned host memory"). Its sequence is not a GPU allocator's, so replays of GPU
+// policies leave it out, and its OOMs are of host RAM. (fragscope's own `host` backing is not this:
+// that is our allocator, and replaying it is meaningful.)
+bool IsForeignHostMemory(const DeviceDescription& device);
+
 // What a piece of evidence is (DESIGN.md, "Evidence kinds"): events in time, one or more moments,
 // or only the numbers of an error message. Decides which analyses mean anything: overhead,
 // min-limit and replay need time, so a state or a message gets none of them.

@@ -95,6 +95,10 @@ class AllocationSequenceBuilder {
 // returned unchanged when the trace reconstructed nothing.
 AllocationSequence RecordedWindow(AllocationSequence sequence);
 
+// The sequence without the ops and markers of `devices` (e.g. a profiler trace's host memory,
+// traces::IsForeignHostMemory): allocation indices renumbered densely, the counts of what is left.
+AllocationSequence WithoutDevices(AllocationSequence sequence, const std::vector<std::uint32_t>& devices);
+
 // Peak live requested bytes (LOAD) of each device of `sequence.devices`, same order, computed from
 // the ops alone (a failed request of the trace counts for the moment it is asked): the least
 // memory any allocator needs to run the sequence.
