@@ -59,7 +59,14 @@ void PrintReportText(const ReportView& view) {
   }
   fmt::print("{}", FormatTable(rows));
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    if (const auto* d = header.Device(devices[i]); d != nullptr && (d->capacity > 0 || d->limit > 0)) {
+    const auto* d = header.Device(devices[i]);
+    if (d != nullptr && traces::IsForeignHostMemory(*d)) {
+      // Only a number in the table: say it is host RAM, not a GPU (a profiler trace's CPU device).
+      fmt::print("device {}: {}, {}: not GPU memory (replay, compare and min-limit leave it out)\n", d->index,
+                 d->name, d->backing);
+      continue;
+    }
+    if (d != nullptr && (d->capacity > 0 || d->limit > 0)) {
       fmt::print("device {}: {} ({}), capacity {}, limit {}\n", d->index, d->name, d->backing,
                  d->capacity > 0 ? FormatBytes(d->capacity) : "unknown",
                  d->limit > 0 ? FormatBytes(d->limit) : "none recorded");

@@ -81,6 +81,9 @@ TEST_F(Cli, ProfilerWindowReportsAbsolutePeaksAndRecordedReservedMemory) {
                           "use; peak LOAD less them: 256 B)"),
             std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("fragmentation over time"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("device 1000000: cpu (host memory), pytorch host memory: not GPU memory (replay, "
+                          "compare and min-limit leave it out)"),
+            std::string::npos) << text.out;
 }
 
 // The profiler's CPU device is PyTorch's host memory: replays of GPU policies leave it out (before,
