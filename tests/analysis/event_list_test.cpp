@@ -90,5 +90,19 @@ TEST(EventList, TheDevicesEventsAroundTheCursorInWords) {
   EXPECT_EQ(rows[0].index, 8u);
 }
 
+// TensorFlow's "RESOURCE_EXHAUSTED: failed to allocate memory" gives no size: the row says so
+// rather than "a request of 0 B".
+TEST(EventList, AnOomWhoseRequestIsUnknownSaysSo) {
+  TwoDeviceTrace t;
+  t.header.devices = {{0, "gpu 0", "sim", 1ull << 30, 1ull << 30}};
+  Event& oom = t.Add(EventType::kOom, 0, 0, 0);
+  oom.oom.limit = 1ull << 30;
+  oom.oom.present = traces::kOomLimit | traces::kOomInUse;
+  oom.oom.cause = traces::OomCause::kUnknown;
+  const std::vector<EventRow> rows = EventsAround(*t.Model(), 0, 0, 0, 0);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].what, "OUT OF MEMORY: a request of unknown size failed (unknown)");
+}
+
 }  // namespace
 }  // namespace fragscope::analysis

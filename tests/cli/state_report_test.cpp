@@ -312,6 +312,45 @@ TEST_F(StateReport, UnknownNumbersAreNullAndKnownOnesAreComputed) {
   EXPECT_NE(converted.find("\"headroom\":null"), std::string::npos) << converted;
 }
 
+// TF >= 2.10's Stats block and bar without their header, then "RESOURCE_EXHAUSTED: failed to
+// allocate memory": an OOM (exit 1) whose request is unknown (null, "request unknown"), its cause
+// too, with the Stats block's limit and bytes in use.
+TEST_F(StateReport, AnOomLineWithoutASizeAfterAStatsFragment) {
+  const std::string log = Path("tf210.log");
+  std::ofstream(log) << "I bfc_allocator.cc:1103] total_region_allocated_bytes_: 6000000000 memory_limit_: 6000000000 "
+                        "available bytes: 0 curr_region_allocation_bytes_: 12000000000\n"
+                        "I bfc_allocator.cc:1109] Stats: \n"
+                        "Limit:                      6000000000\n"
+                        "InUse:                      5368709120\n"
+                        "MaxInUse:                   5368709376\n"
+                        "NumAllocs:                        1200\n"
+                        "MaxAllocSize:                536870912\n"
+                        "Reserved:                            0\n"
+                        "PeakReserved:                        0\n"
+                        "LargestFreeBlock:                    0\n"
+                        "\n"
+                        "W bfc_allocator.cc:491] "
+                        "****************************************************************************************************\n"
+                        "W op_kernel.cc:1768] RESOURCE_EXHAUSTED: failed to allocate memory\n";
+  CliResult r = Run({"report", log, "--json"});
+  ASSERT_EQ(r.code, 1) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["format"], "TensorFlow BFC log");
+  const auto& record = doc["devices"][0]["ooms"][0];
+  EXPECT_TRUE(record["request"].is_null()) << record;
+  EXPECT_TRUE(record["rounded"].is_null()) << record;
+  EXPECT_EQ(record["cause"], "unknown");
+  EXPECT_EQ(record["limit"], 6000000000ull);
+  EXPECT_EQ(record["in_use"], 5368709120ull);
+  r = Run({"report", log});
+  EXPECT_NE(r.out.find("OOM on device 0: request unknown\n    cause: unknown: a request of unknown size failed (the "
+                       "evidence does not give it) with 5.00 GiB in use of the 5.59 GiB limit: a request above the "
+                       "602.05 MiB left is capacity, a smaller one fragmentation (the regions already fill the limit)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("suggestion: find the size of the failed request"), std::string::npos) << r.out;
+}
+
 // A cut TF 2.2 list: two chunks lie outside the one region printed before them, and most of that
 // region is not covered by a listed chunk. The chunks are counted (outside every listed region);
 // the uncovered range is no free hole: not in the OOM's nearest holes, not a largest free.

@@ -225,7 +225,7 @@ TEST(TfPartial, OomTensorLineAfterAStatsFragmentIsItsOom) {
   ASSERT_EQ(dumps.size(), 1u);
   const TfBfcDump& d = dumps[0];
   EXPECT_TRUE(d.has_header);
-  EXPECT_TRUE(d.oom_from_tensor_line);
+  EXPECT_TRUE(d.oom_from_line);
   EXPECT_EQ(d.allocator, "GPU_1_bfc");
   EXPECT_TRUE(d.request_exact);
   EXPECT_EQ(d.request, 3200000000u);

@@ -21,6 +21,9 @@ std::string DescribeEvent(const TimelineModel& model, const traces::Event& e) {
     case EventType::kFree:
       return fmt::format("free {} at {:#x}{}", FormatBytes(e.rounded != 0 ? e.rounded : e.size), e.address, tag);
     case EventType::kOom:
+      // A TensorFlow OOM line may give no size ("RESOURCE_EXHAUSTED: failed to allocate memory").
+      if (!e.oom.Has(traces::kOomRequest))
+        return fmt::format("OUT OF MEMORY: a request of unknown size failed ({}){}", traces::ToString(e.oom.cause), tag);
       return fmt::format("OUT OF MEMORY: a request of {} failed ({}){}", FormatBytes(e.oom.rounded != 0 ? e.oom.rounded : e.oom.request),
                          traces::ToString(e.oom.cause), tag);
     case EventType::kMarker:

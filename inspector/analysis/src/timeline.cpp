@@ -101,6 +101,20 @@ namespace {
 
 // What an OOM of unknown cause does say: the request, and what the evidence lacks.
 std::string UnknownCauseExplanation(const traces::OomRecord& numbers) {
+  // TensorFlow's "RESOURCE_EXHAUSTED: failed to allocate memory" gives no size: what the limit and
+  // the bytes in use say is the size from which on it would be capacity.
+  if (!numbers.Has(traces::kOomRequest)) {
+    if (numbers.Has(traces::kOomLimit | traces::kOomInUse) && numbers.limit > 0 && numbers.in_use <= numbers.limit)
+      return fmt::format("a request of unknown size failed (the evidence does not give it) with {} in use of the {} "
+                         "limit: a request above the {} left is capacity, a smaller one {}",
+                         traces::FormatBytes(numbers.in_use), traces::FormatBytes(numbers.limit),
+                         traces::FormatBytes(numbers.limit - numbers.in_use),
+                         // Regions that fill the limit leave no room for a new one: nothing to refuse.
+                         numbers.Has(traces::kOomReserved) && numbers.reserved >= numbers.limit
+                             ? "fragmentation (the regions already fill the limit)"
+                             : "a device that refused more memory or fragmentation");
+    return "a request of unknown size failed (the evidence does not give it), so its cause cannot be told";
+  }
   const std::string request = traces::FormatBytes(numbers.rounded != 0 ? numbers.rounded : numbers.request);
   if ((!numbers.Has(traces::kOomInUse) || numbers.in_use == 0) &&
       (!numbers.Has(traces::kOomReserved) || numbers.reserved == 0)) {
@@ -157,7 +171,11 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
       diagnosis.report.explanation = UnknownCauseExplanation(e.oom);
       // A state (one moment) cannot be replayed: what decides it there is a fuller dump.
       diagnosis.report.suggestion =
-          impl_->header.kind == traces::EvidenceKind::kState
+          !e.oom.Has(traces::kOomRequest)
+              ? "find the size of the failed request (the \"ran out of memory trying to allocate\" line TensorFlow "
+                "prints before its dump, or the tensor shape of the failing op): with it these numbers decide the "
+                "cause"
+          : impl_->header.kind == traces::EvidenceKind::kState
               ? "find the limit the run had (TensorFlow prints it in the Stats block of a full dump, "
                 "XLA in its memory statistics): with the limit and the chunk list the cause follows"
               : "give the limit the run had to decide it: replay the trace under it (fragscope replay "

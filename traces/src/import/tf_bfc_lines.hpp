@@ -52,4 +52,29 @@ bool ParseSizeSummaryLine(std::string_view text, std::uint64_t& count, std::uint
 // (kind kValue) or what stands there.
 bool ParseSumTotalLine(std::string_view text, tftext::ScannedNumber& total);
 
+// The line TensorFlow, XLA or PJRT prints when an allocation fails, right after the BFC dump
+// (tf_bfc_oom_line.cpp). The request it gives, if any, is in the fields below its kind.
+enum class OomLineKind {
+  // "OOM when allocating tensor with shape[8,1000] and type float … by allocator GPU_0_bfc", and
+  // "… tensor of shape [32256512,512] and type float" (TF's MakeTensorFromProto): dims × type size.
+  kTensorShape,
+  kXlaBytes,     // "Out of memory while trying to allocate 2110783616 bytes." (XLA, JAX)
+  kPjrtRequest,  // "Failed to allocate request for 2.99GiB (3206250496B) on device ordinal 0" (PJRT)
+  // "RESOURCE_EXHAUSTED: failed to allocate memory" (TF >= 2.10's op_kernel line after the dump),
+  // "ResourceExhaustedError: failed to allocate memory [Op:Mul]" (its Python exception): no size.
+  kNoSize,
+};
+
+struct OomLine {
+  OomLineKind kind = OomLineKind::kNoSize;
+  std::string_view wording;       // the words that name the line in warnings
+  bool has_shape = false;         // kTensorShape: a "[…]" shape follows (TF 0.x prints "shapedim {…}")
+  std::string_view dims, type;    // between the brackets; the type ("" when not printed)
+  tftext::ScannedNumber bytes;    // kXlaBytes, kPjrtRequest: the exact bytes (kNone when not printed)
+  std::string_view allocator;     // "by allocator GPU_0_bfc" ("" when not printed)
+};
+
+// The OOM line in `text`, or nullopt when it is none.
+std::optional<OomLine> ParseOomLine(std::string_view text);
+
 }  // namespace fragscope::traces::tfline

@@ -1,7 +1,6 @@
 // Line scanner for TensorFlow / XLA BFC allocator OOM dumps: finds the dump lines of every format
 // era anywhere in a log and collects them per dump. tf_bfc_state.cpp turns a dump's lines into the
 // allocator state. No regex: each line is searched for a few fixed keywords.
-#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -73,24 +72,7 @@ class Scanner {
     for (std::string_view key : {std::string_view("total_region_allocated_bytes_:"),
                                  std::string_view("Total bytes in pool:"), std::string_view("Total size in pool:")})
       if (auto p = text.find(key); p != std::string_view::npos) return PoolLine(text.substr(p + key.size()), key);
-    if (auto p = text.find("OOM when allocating tensor with shape"); p != std::string_view::npos) {
-      OomLineAfterFragment(text);
-      return ShapeLine(text.substr(p + 37));
-    }
-    if (auto p = text.find("Out of memory while trying to allocate "); p != std::string_view::npos) {
-      std::string_view rest = text.substr(p + 39);
-      const ScannedNumber bytes = ScanUint(rest);
-      if (bytes.kind == NumberKind::kNone || !StartsWith(TrimLeft(rest), "bytes")) return;
-      static constexpr std::string_view kXla = "XLA's \"Out of memory while trying to allocate N bytes\"";
-      if (const std::string problem = NumberProblem(bytes); !problem.empty()) {
-        TfBfcDump* d = Current();
-        if (d != nullptr && d->has_header)
-          Warn(*d, fmt::format("{}: {}: not taken as the request", kXla, problem));
-        return;
-      }
-      ExactRequest(bytes.value, kXla);
-      return;
-    }
+    if (const std::optional<tfline::OomLine> oom = tfline::ParseOomLine(text)) return TakeOomLine(text, *oom);
     BarLine(text);
   }
 
@@ -452,47 +434,60 @@ class Scanner {
     return false;
   }
 
-  // TensorFlow logs the OOM line ("OP_REQUIRES failed … OOM when allocating tensor with shape[…] …
-  // by allocator GPU_0_bfc") right after its dump. A fragment of a dump whose header was lost (the
-  // Stats block and the bar pasted alone) followed by it: the line is that dump's OOM, as TF 0.x's
-  // "Ran out of memory" after its dump (OomAfterDump); its shape gives the request (ShapeLine).
-  void OomLineAfterFragment(std::string_view text) {
+  // An OOM line of TensorFlow, XLA or PJRT (tfline::ParseOomLine): the OOM of a header-less
+  // fragment just printed (OomLineAfterFragment), and the exact request where the line gives one.
+  void TakeOomLine(std::string_view text, const tfline::OomLine& oom) {
+    OomLineAfterFragment(text, oom);
+    switch (oom.kind) {
+      case tfline::OomLineKind::kTensorShape:
+        if (oom.has_shape) ShapeLine(oom.dims, oom.type);
+        return;
+      case tfline::OomLineKind::kXlaBytes:
+      case tfline::OomLineKind::kPjrtRequest: {
+        if (oom.bytes.kind == NumberKind::kNone) return;  // "2.99GiB" without its exact bytes
+        const std::string_view what = oom.kind == tfline::OomLineKind::kXlaBytes
+                                          ? "XLA's \"Out of memory while trying to allocate N bytes\""
+                                          : "PJRT's \"Failed to allocate request for X (NB)\"";
+        if (const std::string problem = NumberProblem(oom.bytes); !problem.empty()) {
+          TfBfcDump* d = Current();
+          if (d != nullptr && d->has_header) Warn(*d, fmt::format("{}: {}: not taken as the request", what, problem));
+          return;
+        }
+        ExactRequest(oom.bytes.value, what);
+        return;
+      }
+      case tfline::OomLineKind::kNoSize:
+        return;
+    }
+  }
+
+  // TensorFlow logs its OOM line ("OP_REQUIRES failed … OOM when allocating tensor with shape[…] …
+  // by allocator GPU_0_bfc", "RESOURCE_EXHAUSTED: failed to allocate memory"; XLA's "Out of memory
+  // while trying to allocate N bytes") right after its dump. A fragment of a dump whose header was
+  // lost (the Stats block and the bar pasted alone) followed by it: the line is that dump's OOM, as
+  // TF 0.x's "Ran out of memory" after its dump (OomAfterDump); the request is what the line gives.
+  void OomLineAfterFragment(std::string_view text, const tfline::OomLine& oom) {
     TfBfcDump* d = Current();
     if (d == nullptr || d->has_header || !HasContent(*d)) return;
-    std::string_view allocator;
-    if (auto p = text.find("by allocator "); p != std::string_view::npos) {
-      allocator = text.substr(p + 13);
-      std::size_t end = 0;
-      while (end < allocator.size() && (std::isalnum(static_cast<unsigned char>(allocator[end])) != 0 ||
-                                        allocator[end] == '_'))
-        ++end;
-      allocator = allocator.substr(0, end);
-    }
-    if (!allocator.empty() && !d->allocator.empty() && d->allocator != allocator) return;  // another allocator's
+    if (!oom.allocator.empty() && !d->allocator.empty() && d->allocator != oom.allocator) return;  // another allocator's
     d->has_header = true;
-    d->oom_from_tensor_line = true;
-    if (d->allocator.empty()) d->allocator = std::string(allocator);
+    d->oom_from_line = true;
+    if (d->allocator.empty()) d->allocator = std::string(oom.allocator);
     if (d->time_unix_ns == 0)
       if (auto t = ParseLogTimestamp(text)) d->time_unix_ns = *t;
-    Warn(*d, "no \"ran out of memory\" header: the OOM line after the dump (\"OOM when allocating tensor\") is its "
-             "OOM, and its tensor shape the request");
+    const bool sized = oom.kind == tfline::OomLineKind::kTensorShape ? oom.has_shape : oom.bytes.kind == NumberKind::kValue;
+    Warn(*d, fmt::format("no \"ran out of memory\" header: the OOM line after the dump (\"{}\") is its OOM{}",
+                         oom.wording,
+                         !sized ? "; the line gives no size: the request is unknown"
+                         : oom.kind == tfline::OomLineKind::kTensorShape ? ", and its tensor shape the request"
+                                                                          : ", and its byte count the request"));
     complete_ = true;  // what follows is another dump
   }
 
-  void ShapeLine(std::string_view rest) {
+  // The tensor shape of an OOM line ("[8,1000,1000,100]", type "float"): its bytes are the request.
+  void ShapeLine(std::string_view dims, std::string_view type) {
     TfBfcDump* d = Current();
     if (d == nullptr || !d->has_header) return;
-    std::string_view r = rest;
-    if (!StartsWith(r, "[")) return;
-    const std::size_t close = r.find(']');
-    if (close == std::string_view::npos) return;
-    std::string_view dims = r.substr(1, close - 1);
-    std::string_view after = r.substr(close + 1);
-    std::string_view type;
-    if (auto q = after.find("type "); q != std::string_view::npos) {
-      type = after.substr(q + 5);
-      type = type.substr(0, type.find(' '));
-    }
     if (d->op.empty()) d->op = type.empty() ? fmt::format("shape[{}]", dims) : fmt::format("shape[{}] {}", dims, type);
     // TF <= 1.4 prints the shape without its type ("shape[128,225,225,3]").
     const std::string shape = type.empty() ? fmt::format("the tensor shape [{}] (no element type printed)", dims)

@@ -369,7 +369,7 @@ void FromSummary(TfBfcDump& d, const Warner& warn) {
   }
   d.free_in_regions = d.reserved > d.in_use ? d.reserved - d.in_use : 0;
   std::vector<std::string> parts;
-  if (d.has_header) parts.emplace_back(d.oom_from_tensor_line ? "the OOM line" : "the OOM header");
+  if (d.has_header) parts.emplace_back(d.oom_from_line ? "the OOM line" : "the OOM header");
   if (s.fields > 0) parts.emplace_back("the Stats block");
   if (d.total_region_allocated) parts.emplace_back(d.pool_key);
   if (!d.bins.empty()) parts.emplace_back("the bin lines");
@@ -498,7 +498,8 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   d.cause = OomCause::kUnknown;
   d.cause_known = d.has_header && d.rounded > 0 && (d.limit > 0 || !IsRepresentableSize(d.rounded));
   if (d.has_header && !d.cause_known)
-    warn(d.line, "the cause cannot be determined (no limit in the dump): cause unknown");
+    warn(d.line, d.rounded == 0 ? "the cause cannot be determined (the request is unknown): cause unknown"
+                                : "the cause cannot be determined (no limit in the dump): cause unknown");
   if (!d.cause_known) return;
   // TF would have grown a new region if the headroom alone held the request: it was refused.
   const std::uint64_t headroom = d.limit > d.reserved ? d.limit - d.reserved : 0;
@@ -534,6 +535,9 @@ OomRecord TfBfcDump::ToOomRecord() const {
   // A dump without a limit (no Stats block, no memory_limit, no regions to stand for it) says
   // nothing of the limit or of the headroom below it: absent, not 0 (OomRecord::present).
   if (limit == 0) r.present &= static_cast<std::uint16_t>(~(kOomLimit | kOomHeadroom));
+  // Nor of the request where no line gave it ("RESOURCE_EXHAUSTED: failed to allocate memory" after
+  // a fragment, a header whose size is no size): unknown, not a request of 0 bytes.
+  if (request == 0 && rounded == 0) r.present &= static_cast<std::uint16_t>(~(kOomRequest | kOomRounded));
   // Live requested bytes only where the dump printed requested sizes: the chunks' sizes stood in
   // for them, and equal to in use, they read as a measured "no internal waste".
   if (!requested_listed) r.present &= static_cast<std::uint16_t>(~kOomLiveRequested);

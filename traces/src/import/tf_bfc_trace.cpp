@@ -296,10 +296,10 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
         key, fmt::format("{} at line {}: {} regions ({}), {} in-use and {} free chunks, in use {}{}",
                          d.allocator.empty() ? "(no header)" : d.allocator, d.line, d.regions.size(),
                          FormatBytes(d.reserved), d.in_use_chunks, d.free_chunks, FormatBytes(d.in_use),
-                         d.has_header ? fmt::format(", request {} (rounded {}), cause {}{}", d.request,
-                                                    d.rounded, ToString(d.cause),
-                                                    "")
-                                      : std::string()));
+                         !d.has_header     ? std::string()
+                         : d.rounded == 0 ? fmt::format(", request unknown, cause {}", ToString(d.cause))
+                                          : fmt::format(", request {} (rounded {}), cause {}", d.request, d.rounded,
+                                                        ToString(d.cause))));
     if (!d.occupancy.empty()) trace.header.metadata.emplace_back(key + ".occupancy", d.occupancy);
     trace.warnings.insert(trace.warnings.end(), d.warnings.begin(), d.warnings.end());
     for (const TfBfcError& e : d.errors)

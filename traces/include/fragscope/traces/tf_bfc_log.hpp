@@ -95,8 +95,9 @@ struct TfBfcDump {
   // "Ran out of memory trying to allocate N" after the dump, or (a fragment) a "Bin for N was"
   // line, which TF prints only when it dumps at an OOM.
   bool has_header = false;
-  // The OOM came from the "OOM when allocating tensor" line after a fragment, not from a header.
-  bool oom_from_tensor_line = false;
+  // The OOM came from the OOM line after a fragment ("OOM when allocating tensor", "RESOURCE_EXHAUSTED:
+  // failed to allocate memory", XLA's "Out of memory while trying to allocate"), not from a header.
+  bool oom_from_line = false;
   std::uint64_t bin_for = 0;         // "Bin for 8.49GiB was 256.00MiB": the first size (0: none)
   std::uint64_t bin_for_bin = 0;     // and the second: the bin the Chunk State table lists
   std::size_t bin_for_line = 0;
