@@ -25,9 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Check(e.offset() <= size);
     return 0;
   }
-  Check(trace.header.Device(0) != nullptr);
+  // Every event's device is declared (RMM 0.x logs name theirs; later ones are device 0).
+  Check(!trace.header.devices.empty());
   fragscope::fuzz::CheckEventOrder(trace);
   for (const Event& e : trace.events) {
+    Check(trace.header.Device(e.device) != nullptr);
     Check(e.type == EventType::kAlloc || e.type == EventType::kFree || e.type == EventType::kOom);
     if (e.type == EventType::kAlloc) Check(e.rounded >= e.size || e.rounded < 256);  // wraps only near 2^64
   }

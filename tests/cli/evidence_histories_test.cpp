@@ -1,8 +1,8 @@
 // Histories from other tools, end to end through `fragscope report`: a torch.profiler window
 // profiled mid-run (Total Allocated / Total Reserved: absolute peaks, what was live before, reserved
 // memory and its ratios, no invented fragmentation), RMM logs as crashes and Spark leave them (a
-// cut last line, zero-size null allocations, rows inside an executor log), and a PyTorch snapshot
-// saved as JSON.
+// cut last line, zero-size null allocations, rows inside an executor log), RMM 0.x's csv_log, and a
+// PyTorch snapshot saved as JSON.
 #include <fstream>
 #include <string>
 
@@ -153,6 +153,32 @@ TEST_F(Cli, RmmLogsAsCrashesAndSparkLeaveThem) {
   EXPECT_EQ(mixed["format"], "RMM log (CSV)");
   EXPECT_EQ(mixed["events"], 2);
   EXPECT_EQ(mixed["devices"][0]["peak_load"], 256);
+}
+
+// RMM 0.x's csv_log as a Python script printed it: two devices, the first with its total memory
+// (the capacity, and the limit of its failure: 20 GB on a 16 GB device is request-too-large).
+TEST_F(Cli, Rmm0xCsvLogOfTwoDevices) {
+  const CliResult r = Run(
+      {"report",
+       Write("v0.log",
+             "Event Type,Device ID,Address,Stream,Size (bytes),Free Memory,Total Memory,Current Allocs,Start,End,"
+             "Elapsed,Location\n"
+             "Alloc,0,0x7f0000000000,0,1048576,15000000000,16000000000,1,1.5,1.50002,2e-05,/app/model.py:10\n"
+             "Alloc,1,0x7f1000000000,0,2097152,0,0,2,1.6,1.60001,1e-05,/app/model.py:11\n"
+             "Alloc,0,0,0,20000000000,900000000,16000000000,2,3,3.00004,4e-05,/app/model.py:13\n"),
+       "--json"});
+  ASSERT_EQ(r.code, 1) << r.err;  // an OOM
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["format"], "RMM log (CSV)");
+  ASSERT_EQ(doc["devices"].size(), 2u);
+  EXPECT_EQ(doc["devices"][0]["capacity"], 16000000000ull);
+  EXPECT_TRUE(doc["devices"][1]["capacity"].is_null());
+  EXPECT_EQ(doc["devices"][1]["peak_load"], 2 * kMiB);
+  const auto& oom = doc["devices"][0]["ooms"][0];
+  EXPECT_EQ(oom["request"], 20000000000ull);
+  EXPECT_EQ(oom["limit"], 16000000000ull);
+  EXPECT_EQ(oom["in_use"], kMiB);
+  EXPECT_EQ(oom["cause"], "request-too-large");
 }
 
 // A snapshot saved with json.dump (one line of JSON) went to the JSON Lines reader ("line 1: the

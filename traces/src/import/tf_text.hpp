@@ -48,6 +48,22 @@ inline std::optional<std::uint64_t> TakeHex(std::string_view& s) {
   return value;
 }
 
+// A fraction of a second at the start of `s` (".123456": any number of digits, none at all when no
+// '.' is there) as nanoseconds, digits past the ninth dropped; advances `s` past it.
+inline std::uint64_t TakeFractionNs(std::string_view& s) {
+  if (!StartsWith(s, ".")) return 0;
+  s.remove_prefix(1);
+  std::uint64_t ns = 0, scale = 1000000000ULL;
+  while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
+    if (scale > 1) {
+      scale /= 10;
+      ns += static_cast<std::uint64_t>(s.front() - '0') * scale;
+    }
+    s.remove_prefix(1);
+  }
+  return ns;
+}
+
 // What stands where a number is expected, for readers that must say why they cannot take it.
 enum class NumberKind {
   kNone,      // no number there (nothing was read)

@@ -6,9 +6,12 @@
 //   139872551270208,14:02:11.123470,free,0x7f2c4c000000,4096,0x0
 //   139872551270208,14:02:11.123480,allocate failure,0x0,99999999999,0x0
 //
-// Thread: the OS thread id (decimal). Time: wall clock HH:MM:SS.microseconds. Pointer and Stream:
+// Thread: the OS thread id (decimal). Time: wall clock HH:MM:SS.microseconds (or, as RMM's
+// documentation shows it, seconds since the epoch, "1634567890.123456"). Pointer and Stream:
 // hexadecimal, with "0x" (RMM <= 24.x, fmt) or without (newer RMM, printf "%llx"). Size: bytes.
-// docs/importers.md, "RAPIDS RMM logs", has the mapping to events.
+// The action "deallocate" (RMM's documentation) is a free. RMM 0.x's own log (rmm::Logger's
+// csv_log: "Event Type,Device ID,Address,…") is read too. docs/importers.md, "RAPIDS RMM logs", has
+// the mapping to events.
 #pragma once
 
 #include <iosfwd>
@@ -31,8 +34,8 @@ Trace ReadRmmCsv(const std::string& path, const ReadLimits& limits = {});
 // The same from text in memory; `name` stands for the path in messages.
 Trace ParseRmmCsv(std::string_view text, const std::string& name, const ReadLimits& limits = {});
 
-// Whether the start of a file is an RMM log: the CSV header as a line (the first, or any), or a
-// line that is a row.
+// Whether the start of a file is an RMM log: the CSV header as a line (the first, or any), a line
+// that is a row, or RMM 0.x's header.
 bool LooksLikeRmmCsv(std::string_view head);
 
 // Writes alloc, free and oom events (of every device: RMM logs have no device column) as an RMM
