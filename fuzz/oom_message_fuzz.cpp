@@ -41,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Check(m.text.size() <= 8192 + 1);
     last_line = m.line;
     for (const auto* s : {&m.request, &m.total, &m.free, &m.allocated, &m.reserved, &m.unallocated,
-                          &m.process_total, &m.allowed, &m.device_limit, &m.other_allocations, &m.private_pools}) {
+                          &m.process_total, &m.allowed, &m.device_limit, &m.limit_available, &m.memory_limit,
+                          &m.other_allocations, &m.private_pools}) {
       CheckSize(*s);
     }
     for (const auto& p : m.other_processes) Check(IsRepresentableSize(p.size.bytes));

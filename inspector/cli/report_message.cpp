@@ -24,6 +24,9 @@ std::string FrameworkName(const std::string& framework) {
   if (framework == "cuda") return "CUDA";
   if (framework == "nccl") return "NCCL";
   if (framework == "ggml") return "llama.cpp (ggml)";
+  if (framework == "paddle") return "PaddlePaddle";
+  if (framework == "theano") return "Theano";
+  if (framework == "onnxruntime") return "ONNX Runtime";
   return framework;
 }
 
@@ -88,8 +91,8 @@ void PrintText(const std::string& trace, const std::vector<Item>& items, const s
     const traces::OomMessage& m = *items[i].message;
     const analysis::MessageDiagnosis& d = items[i].diagnosis;
     const std::string framework = FrameworkName(m.framework);
-    // "CUDA on CUDA" says nothing: a raw CUDA error names its backend once.
-    std::string where = m.backend == framework ? "" : m.backend;
+    // "CUDA on CUDA" says nothing: a raw CUDA error names its backend once; "GPU, GPU 2" neither.
+    std::string where = m.backend == framework || m.device.rfind(m.backend + " ", 0) == 0 ? "" : m.backend;
     if (!m.device.empty() && m.device != m.backend) where += (where.empty() ? "" : ", ") + m.device;
     fmt::print("\nmessage {} at line {}: {}{} ({})\n", i + 1, m.line, framework,
                where.empty() ? "" : " on " + where, traces::ToString(m.kind));
@@ -166,6 +169,8 @@ nlohmann::json MessageOomJson(const traces::OomMessage& m, const analysis::Messa
     j["limit"] = m.allowed->bytes;
   } else if (m.device_limit) {
     j["limit"] = m.device_limit->bytes;
+  } else if (m.memory_limit) {
+    j["limit"] = m.memory_limit->bytes;
   } else if (m.total) {
     j["limit"] = m.total->bytes;
   }
@@ -178,6 +183,8 @@ nlohmann::json MessageOomJson(const traces::OomMessage& m, const analysis::Messa
   AddSize(j, "process_total", m.process_total);
   AddSize(j, "allowed", m.allowed);
   AddSize(j, "device_limit", m.device_limit);
+  AddSize(j, "limit_available", m.limit_available);
+  AddSize(j, "memory_limit", m.memory_limit);
   AddSize(j, "other_allocations", m.other_allocations);
   AddSize(j, "private_pools", m.private_pools);
   if (!m.other_processes.empty()) {

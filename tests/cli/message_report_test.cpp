@@ -130,6 +130,25 @@ TEST_F(MessageReport, TensorflowNotAFailureWarningsAreNoFailure) {
   EXPECT_NE(Run({"report", Path("mixed.log")}).out.find("these warnings are no errors"), std::string::npos);
 }
 
+// PaddlePaddle's message in its own terms; the total it does not print is derived, never a key.
+TEST_F(MessageReport, PaddleMessageInItsOwnTerms) {
+  std::ofstream(Path("paddle.log"))
+      << "Out of memory error on GPU 2. Cannot allocate 56.000000MB memory on GPU 2, 7.750000GB memory has been "
+         "allocated and available memory is only 12.750000MB.\n";
+  const CliResult text = Run({"report", Path("paddle.log")});
+  ASSERT_EQ(text.code, 1) << text.err;
+  EXPECT_NE(text.out.find("message 1 at line 1: PaddlePaddle on GPU 2 (paddle-gpu)"), std::string::npos) << text.out;
+  const auto j = nlohmann::json::parse(Run({"report", Path("paddle.log"), "--json"}).out);
+  const auto& oom = j["devices"][0]["ooms"][0];
+  EXPECT_EQ(j["devices"][0]["device"], 2);
+  EXPECT_EQ(oom["framework"], "paddle");
+  EXPECT_EQ(oom["request"], 56ull << 20);
+  EXPECT_EQ(oom["free"], static_cast<std::uint64_t>(12.75 * (1 << 20)));
+  EXPECT_FALSE(oom.contains("total")) << "Paddle prints no total";
+  EXPECT_FALSE(oom.contains("limit"));
+  EXPECT_EQ(oom["cause"], "unknown");
+}
+
 TEST_F(MessageReport, EveryCorpusFileReportsOneDevice) {
   const fs::path corpus = fs::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data" / "oom_messages";
   if (!fs::is_directory(corpus)) GTEST_SKIP() << "shared data not found: " << corpus;

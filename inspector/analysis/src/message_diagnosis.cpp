@@ -29,6 +29,12 @@ MessageDiagnosis DiagnoseMessage(const OomMessage& message) {
     case OomMessageKind::kTfTensor: DiagnoseTfTensor(message, d); break;
     case OomMessageKind::kTfDeviceAlloc:
     case OomMessageKind::kTfHostAlloc: DiagnoseTfAlloc(message, d); break;
+    case OomMessageKind::kTfEigen: DiagnoseTfEigen(message, d); break;
+    case OomMessageKind::kPaddleGpu: DiagnosePaddleGpu(message, d); break;
+    case OomMessageKind::kPaddleHost: DiagnosePaddleHost(message, d); break;
+    case OomMessageKind::kTheano: DiagnoseTheano(message, d); break;
+    case OomMessageKind::kOrtArena: DiagnoseOrtArena(message, d); break;
+    case OomMessageKind::kDirectml: DiagnoseDirectml(message, d); break;
     default: DiagnoseRaw(message, d); break;
   }
   if (!message.problems.empty()) {

@@ -1,5 +1,6 @@
 // Advice text the message diagnosis shares between frameworks: how much smaller a batch must be,
-// PyTorch's settings against fragmentation in the version the message shows, memory held outside.
+// PyTorch's settings against fragmentation in the version the message shows, memory held outside,
+// ONNX Runtime's arena settings.
 #include "message_diagnosis_internal.hpp"
 
 namespace fragscope::analysis::message_detail {
@@ -93,6 +94,14 @@ void OutsideAdvice(Builder& b, const OomMessage& m, double other_bytes, double i
                          m.backend == "HIP" ? "rocBLAS / MIOpen" : "cuBLAS / cuDNN",
                          m.backend == "HIP" ? "RCCL" : "NCCL", m.backend == "HIP" ? "HIP" : "CUDA"));
   }
+}
+
+void OrtAdvice(Builder& b, const OomMessage& m) {
+  b.Advice(fmt::format("check {} for other processes on the device; a smaller batch or smaller inputs", ToolsOf(m).smi));
+  b.Advice("the CUDA provider's options: gpu_mem_limit caps its arena (leave room for other processes and "
+           "libraries), arena_extend_strategy \"kSameAsRequested\" grows the arena by what is asked only, not by "
+           "doubling (providers=[(\"CUDAExecutionProvider\", {\"gpu_mem_limit\": …, \"arena_extend_strategy\": "
+           "\"kSameAsRequested\"})]); a new InferenceSession releases the arena");
 }
 
 }  // namespace fragscope::analysis::message_detail

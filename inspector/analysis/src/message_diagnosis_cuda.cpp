@@ -1,5 +1,6 @@
 // The rule for errors of the CUDA runtime itself: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS and
-// cuDNN, and libraries that report CUDA's error in their own words (NCCL, llama.cpp / ggml). At most
+// cuDNN, and libraries that report CUDA's error in their own words (NCCL, llama.cpp / ggml, ONNX
+// Runtime's CUDA provider). At most
 // they print the size that failed: never the device's state, so the cause stays unknown.
 #include "message_diagnosis_internal.hpp"
 
@@ -17,6 +18,9 @@ void DiagnoseRaw(const OomMessage& m, MessageDiagnosis& d) {
     default:
       if (m.framework == "nccl") {
         what = fmt::format("NCCL's CUDA allocation{} failed (cudaErrorMemoryAllocation)", size);
+      } else if (m.framework == "onnxruntime") {
+        what = fmt::format("ONNX Runtime's {} provider got {} from the driver{}", m.backend.empty() ? "CUDA" : m.backend,
+                           m.error_code, m.device.empty() ? "" : " on " + m.device);
       } else if (m.framework == "ggml") {
         what = fmt::format("llama.cpp (ggml) could not allocate a {} buffer{} (cudaErrorMemoryAllocation)",
                            m.backend.empty() ? "CUDA" : m.backend, size);
@@ -50,6 +54,8 @@ void DiagnoseRaw(const OomMessage& m, MessageDiagnosis& d) {
     b.Advice("offload fewer layers to the GPU (-ngl / --n-gpu-layers), a smaller context (-c / --ctx-size) or "
              "batch (-b / -ub), a smaller quantization of the model, or split it over several GPUs "
              "(--tensor-split); check " + std::string(ToolsOf(m).smi) + " for other processes on the device");
+  } else if (m.framework == "onnxruntime") {
+    OrtAdvice(b, m);
   } else if (m.framework == "mxnet") {
     b.Advice("MXNET_CUDNN_AUTOTUNE_DEFAULT=0 avoids cuDNN's workspace-hungry algorithm search; or a smaller batch");
   } else if (m.framework == "torch7") {

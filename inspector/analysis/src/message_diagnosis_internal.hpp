@@ -1,6 +1,7 @@
 // Private to the diagnosis of out-of-memory messages: what message_diagnosis.cpp (the dispatch by
 // wording family) shares with the rules of each framework (message_diagnosis_pytorch.cpp, _xla.cpp,
-// _tensorflow.cpp, _cuda.cpp) and the advice they give (message_diagnosis_advice.cpp).
+// _tensorflow.cpp, _cuda.cpp, _paddle.cpp, _libraries.cpp) and the advice they give
+// (message_diagnosis_advice.cpp).
 //
 // A margin smaller than the rounding of the coarsest printed figure decides nothing: printed values
 // carry ±half a unit of their last digit, so every comparison goes through Val.
@@ -112,6 +113,8 @@ std::string BatchEstimate(double have, double need);
 void PytorchFragmentationAdvice(Builder& b, const OomMessage& m, const Val& U);
 void OutsideAdvice(Builder& b, const OomMessage& m, double other_bytes, double in_process, bool listed_self,
                    std::uint64_t self_pid);
+// ONNX Runtime's settings, for its arena's and its CUDA provider's failures.
+void OrtAdvice(Builder& b, const OomMessage& m);
 
 // The rule of each wording family: fills `d` from `m`.
 void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d);
@@ -121,6 +124,12 @@ void DiagnoseXlaRuntime(const OomMessage& m, MessageDiagnosis& d);
 void DiagnoseXlaTpuCompile(const OomMessage& m, MessageDiagnosis& d);
 void DiagnoseTfTensor(const OomMessage& m, MessageDiagnosis& d);
 void DiagnoseTfAlloc(const OomMessage& m, MessageDiagnosis& d);
+void DiagnoseTfEigen(const OomMessage& m, MessageDiagnosis& d);
+void DiagnosePaddleGpu(const OomMessage& m, MessageDiagnosis& d);
+void DiagnosePaddleHost(const OomMessage& m, MessageDiagnosis& d);
+void DiagnoseTheano(const OomMessage& m, MessageDiagnosis& d);
+void DiagnoseOrtArena(const OomMessage& m, MessageDiagnosis& d);
+void DiagnoseDirectml(const OomMessage& m, MessageDiagnosis& d);
 // Sizeless errors: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS, cuDNN.
 void DiagnoseRaw(const OomMessage& m, MessageDiagnosis& d);
 

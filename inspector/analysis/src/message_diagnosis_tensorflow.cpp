@@ -1,8 +1,30 @@
-// The rules for TensorFlow's short messages: a tensor that could not be allocated, and
-// stream_executor's device or pinned host allocation failures.
+// The rules for TensorFlow's short messages: a tensor (or Eigen's temporary buffer) that could not
+// be allocated, and stream_executor's device or pinned host allocation failures.
 #include "message_diagnosis_internal.hpp"
 
 namespace fragscope::analysis::message_detail {
+
+namespace {
+
+// The BFC pool refused `what`: the message says nothing of the pool's state, the dump before it does.
+void BfcPoolUnknown(Builder& b, const OomMessage& m, const std::string& what) {
+  b.Cause(OomCause::kUnknown,
+          fmt::format("the message gives only {}, not the {} pool's state: the BFC dump TensorFlow "
+                      "logs just before this error (\"Allocator ({}) ran out of memory trying to allocate …\") "
+                      "tells capacity from fragmentation: give fragscope the whole log",
+                      what, m.allocator.empty() ? "allocator's" : m.allocator,
+                      m.allocator.empty() ? "GPU_0_bfc" : m.allocator));
+  if (m.request && m.request->bytes < 4 * kMiB) {
+    b.Note("a request this small failing means the pool was already full");
+  }
+  if (!m.tf_report_tensor_hint) {
+    b.Advice("RunOptions(report_tensor_allocations_upon_oom=True) lists the live tensors at the failure");
+  }
+  b.Advice("a smaller batch; tf.config.experimental.set_memory_growth(gpu, True) if other processes share the GPU; "
+           "TF_GPU_ALLOCATOR=cuda_malloc_async if the BFC dump shows fragmentation");
+}
+
+}  // namespace
 
 void DiagnoseTfTensor(const OomMessage& m, MessageDiagnosis& d) {
   Builder b(d);
@@ -40,21 +62,28 @@ void DiagnoseTfTensor(const OomMessage& m, MessageDiagnosis& d) {
              "than to RAM, a smaller batch");
     return;
   }
-  b.Cause(OomCause::kUnknown,
-          fmt::format("the message gives only the tensor ({}), not the {} pool's state: the BFC dump TensorFlow "
-                      "logs just before this error (\"Allocator ({}) ran out of memory trying to allocate …\") "
-                      "tells capacity from fragmentation: give fragscope the whole log",
-                      m.request ? Fmt(static_cast<double>(m.request->bytes)) : "size unknown",
-                      m.allocator.empty() ? "allocator's" : m.allocator,
-                      m.allocator.empty() ? "GPU_0_bfc" : m.allocator));
-  if (m.request && m.request->bytes < 4 * kMiB) {
-    b.Note("a request this small failing means the pool was already full");
+  BfcPoolUnknown(b, m, fmt::format("the tensor ({})", m.request ? Fmt(static_cast<double>(m.request->bytes))
+                                                                 : "size unknown"));
+}
+
+void DiagnoseTfEigen(const OomMessage& m, MessageDiagnosis& d) {
+  Builder b(d);
+  b.Read("R", "temporary buffer bytes", m.request);
+  if (m.request && m.request->bytes == 0) {
+    b.Line("R = 0 bytes");
+    b.Cause(OomCause::kUnknown,
+            "a request of 0 bytes is no shortage of memory: TensorFlow's BFC allocator refuses a 0-byte request "
+            "(\"tried to allocate 0 bytes\") and Eigen takes the refusal for running out of memory");
+    b.Advice("look for an empty tensor in the failing op's inputs (an empty batch, a dimension of size 0)");
+    return;
   }
-  if (!m.tf_report_tensor_hint) {
-    b.Advice("RunOptions(report_tensor_allocations_upon_oom=True) lists the live tensors at the failure");
+  if (m.request && m.request->bytes > kLargerThanAnyDevice) {
+    b.Cause(OomCause::kRequestTooLarge, fmt::format("one buffer of {} is larger than any device: a shape bug",
+                                                    Fmt(static_cast<double>(m.request->bytes))));
+    return;
   }
-  b.Advice("a smaller batch; tf.config.experimental.set_memory_growth(gpu, True) if other processes share the GPU; "
-           "TF_GPU_ALLOCATOR=cuda_malloc_async if the BFC dump shows fragmentation");
+  BfcPoolUnknown(b, m, fmt::format("Eigen's temporary buffer ({})",
+                                   m.request ? Fmt(static_cast<double>(m.request->bytes)) : "size unknown"));
 }
 
 void DiagnoseTfAlloc(const OomMessage& m, MessageDiagnosis& d) {

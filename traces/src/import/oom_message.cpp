@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
 #include "import/oom_message_scan.hpp"
 
 namespace fragscope::traces {
@@ -68,6 +69,17 @@ std::optional<PrintedSize> FieldBefore(OomMessage& m, std::string_view s, std::s
   return size;
 }
 
+std::optional<PrintedSize> ExactBytes(OomMessage& m, std::string_view s, std::string_view label, std::size_t from) {
+  const auto bytes = UintAfter(s, label, from);
+  if (!bytes) return std::nullopt;
+  if (!IsRepresentableSize(*bytes)) {
+    m.problems.push_back(fmt::format("line {}: {}{} bytes: more than the 4 EiB fragscope represents", m.line,
+                                     label, *bytes));
+    return std::nullopt;
+  }
+  return PrintedSize{*bytes, 0, fmt::format("{} bytes", *bytes)};
+}
+
 std::optional<OomMessageKind> Detect(std::string_view s) {
   if (Contains(s, "MPS backend out of memory")) return OomMessageKind::kPytorchMps;
   if (Contains(s, "would exceed allowed memory")) return OomMessageKind::kPytorchAsync;
@@ -87,6 +99,21 @@ std::optional<OomMessageKind> Detect(std::string_view s) {
   if ((Contains(s, "failed to alloc ") && Contains(s, "on host")) || Contains(s, "could not allocate pinned host memory")) {
     return OomMessageKind::kTfHostAlloc;
   }
+  // Other frameworks' own wordings, each from words only its message prints.
+  if (Contains(s, "Out of memory error on ") || Contains(s, "enforce allocating <= available failed")) {
+    return OomMessageKind::kPaddleGpu;
+  }
+  if (Contains(s, "Fail to alloc memory of ")) return OomMessageKind::kPaddleHost;
+  if (Contains(s, "Error allocating ") && Contains(s, "bytes of device memory")) return OomMessageKind::kTheano;
+  if (Contains(s, "Failed to allocate memory for requested buffer of size ") ||
+      (Contains(s, "Available memory of ") && Contains(s, " is smaller than requested bytes of "))) {
+    return OomMessageKind::kOrtArena;
+  }
+  if (Contains(s, "Could not allocate tensor with ") && Contains(s, "GPU video memory")) return OomMessageKind::kDirectml;
+  if (Contains(s, "EigenAllocator for GPU ran out of memory when allocating ") ||
+      Contains(s, "Ran out of GPU memory when allocating ")) {
+    return OomMessageKind::kTfEigen;
+  }
   if (Contains(s, "CUBLAS_STATUS_ALLOC_FAILED")) return OomMessageKind::kCublas;
   if (Contains(s, "CUDNN_STATUS_ALLOC_FAILED")) return OomMessageKind::kCudnn;
   // "cuda runtime err(2): out of memory" is PyTorch 0.1's shorter form.
@@ -97,7 +124,9 @@ std::optional<OomMessageKind> Detect(std::string_view s) {
   // Raw CUDA errors in the words of libraries that call CUDA themselves: NCCL's CUDACHECK
   // ("NCCL WARN Cuda failure 'out of memory'"), llama.cpp / ggml ("CUDA error 2 at
   // ggml-cuda.cu:5509: out of memory", "cudaMalloc failed: out of memory").
-  if (Contains(s, "Cuda failure 'out of memory'") || (Contains(s, "CUDA error 2 at ") && Contains(s, ": out of memory")) ||
+  // ONNX Runtime's CUDA / ROCm provider: "CUDA failure 2: out of memory ; GPU=0 ; hostname=… ; expr=cudaMalloc(…)".
+  if (Contains(s, "CUDA failure 2: out of memory") || Contains(s, "HIP failure 2: out of memory") ||
+      Contains(s, "Cuda failure 'out of memory'") || (Contains(s, "CUDA error 2 at ") && Contains(s, ": out of memory")) ||
       Contains(s, "cudaMalloc failed: out of memory") || Contains(s, "hipMalloc failed: out of memory")) {
     return OomMessageKind::kCudaRaw;
   }
@@ -117,7 +146,8 @@ bool MayHold(std::string_view s) {
   return Contains(s, "emory") || Contains(s, "OUT_OF_MEMORY") || Contains(s, "ALLOC_FAILED") ||
          Contains(s, "Tried to allocate") || Contains(s, "esource exhausted") || Contains(s, "RESOURCE_EXHAUSTED") ||
          Contains(s, "OOM when") || Contains(s, "failed to alloc") || Contains(s, "cudaErrorMemoryAllocation") ||
-         Contains(s, "hipErrorOutOfMemory") || Contains(s, "runtime error (2)") || Contains(s, "cublas handle");
+         Contains(s, "hipErrorOutOfMemory") || Contains(s, "runtime error (2)") || Contains(s, "cublas handle") ||
+         Contains(s, "enforce allocating");
 }
 
 // mallocMC and other CUDA C++ wrappers: "error: out of memory" alone, under a CUDA exception.
@@ -158,6 +188,12 @@ std::size_t Step(MessageScan& scan, std::size_t i) {
     case OomMessageKind::kTfTensor: return ReadTfTensor(scan, i);
     case OomMessageKind::kTfDeviceAlloc:
     case OomMessageKind::kTfHostAlloc: return ReadTfAlloc(scan, i, *kind);
+    case OomMessageKind::kTfEigen: return ReadTfEigen(scan, i);
+    case OomMessageKind::kPaddleGpu: return ReadPaddleGpu(scan, i);
+    case OomMessageKind::kPaddleHost: return ReadPaddleHost(scan, i);
+    case OomMessageKind::kTheano: return ReadTheano(scan, i);
+    case OomMessageKind::kOrtArena: return ReadOrtArena(scan, i);
+    case OomMessageKind::kDirectml: return ReadDirectml(scan, i);
     default: return ReadRawError(scan, i, *kind);
   }
 }
@@ -180,6 +216,12 @@ std::string_view ToString(OomMessageKind kind) {
     case OomMessageKind::kCudaRaw: return "cuda-raw";
     case OomMessageKind::kCublas: return "cublas";
     case OomMessageKind::kCudnn: return "cudnn";
+    case OomMessageKind::kPaddleGpu: return "paddle-gpu";
+    case OomMessageKind::kPaddleHost: return "paddle-host";
+    case OomMessageKind::kTheano: return "theano";
+    case OomMessageKind::kOrtArena: return "onnxruntime-arena";
+    case OomMessageKind::kDirectml: return "directml";
+    case OomMessageKind::kTfEigen: return "tf-eigen";
   }
   return "";
 }

@@ -1,10 +1,9 @@
 // Out-of-memory errors of the CUDA runtime itself: raw CUDA / HIP runtime and driver errors, cuBLAS,
 // cuDNN, PyTorch's legacy THC, and libraries that report CUDA's error in their own words (NCCL,
-// llama.cpp / ggml), with the size they print where they print one; a repeat of one failure joins
-// its first report.
+// llama.cpp / ggml, ONNX Runtime's CUDA provider), with the size they print where they print one; a
+// repeat of one failure joins its first report.
 #include <fmt/format.h>
 
-#include "fragscope/traces/byte_math.hpp"
 #include "import/oom_message_scan.hpp"
 
 namespace fragscope::traces::oomscan {
@@ -16,23 +15,16 @@ namespace {
 constexpr std::size_t kMergeLines = 40;  // raw errors this close belong to one failure
 constexpr std::size_t kFollowLines = 3;  // a library's next lines about the same failure
 
-// The library whose words these are: "nccl", "ggml", or "" (the caller decides).
+// ONNX Runtime's CudaCall / RocmCall: "CUDA failure 2: out of memory ; GPU=0 ; hostname=… ; expr=…",
+// "CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ; GPU=0 ; …".
+constexpr std::string_view kOrtGpu = " ; GPU=";
+
+// The library whose words these are: "nccl", "ggml", "onnxruntime", or "" (the caller decides).
 std::string_view LibraryOf(std::string_view s) {
+  if (Contains(s, " failure 2: out of memory") || Contains(s, kOrtGpu)) return "onnxruntime";
   if (Contains(s, "NCCL WARN") || Contains(s, "Cuda failure 'out of memory'")) return "nccl";
   if (Contains(s, "ggml") || Contains(s, "llama")) return "ggml";
   return {};
-}
-
-// An exact byte count after `label` ("calloc 6291456 bytes", "buffer of size 151851674624").
-std::optional<PrintedSize> BytesAfter(OomMessage& m, std::string_view s, std::string_view label) {
-  const auto bytes = UintAfter(s, label);
-  if (!bytes) return std::nullopt;
-  if (!IsRepresentableSize(*bytes)) {
-    m.problems.push_back(fmt::format("line {}: {}{} bytes: more than the 4 EiB fragscope represents", m.line,
-                                     label, *bytes));
-    return std::nullopt;
-  }
-  return PrintedSize{*bytes, 0, fmt::format("{} bytes", *bytes)};
 }
 
 // What a library prints on the lines after its CUDA error, about the same allocation: NCCL's
@@ -42,7 +34,7 @@ bool ReadFollowing(OomMessage& m, std::string_view s) {
   if (m.framework == "nccl") {
     for (std::string_view label : {"Failed to CUDA calloc ", "Failed to CUDA malloc ", "Failed to CUDA host alloc "}) {
       if (Contains(s, label)) {
-        if (auto bytes = BytesAfter(m, s, label)) m.request = bytes;
+        if (auto bytes = ExactBytes(m, s, label)) m.request = bytes;
         return true;
       }
     }
@@ -50,7 +42,7 @@ bool ReadFollowing(OomMessage& m, std::string_view s) {
   }
   if (m.framework == "ggml") {
     if (Contains(s, "failed to allocate ") && Contains(s, " buffer of size ")) {
-      if (auto bytes = BytesAfter(m, s, " buffer of size ")) m.request = bytes;  // exact: wins over "allocating X MiB"
+      if (auto bytes = ExactBytes(m, s, " buffer of size ")) m.request = bytes;  // exact: wins over "allocating X MiB"
       return true;
     }
     if (const auto device = UintAfter(s, "current device: ")) {
@@ -120,7 +112,11 @@ std::size_t ReadRawError(MessageScan& scan, std::size_t i, OomMessageKind kind) 
   }
   if (!library.empty()) {
     m.framework = std::string(library);
-    m.error_code = "cudaErrorMemoryAllocation";
+    m.error_code = m.backend == "HIP" ? "hipErrorOutOfMemory" : "cudaErrorMemoryAllocation";
+  }
+  if (const auto gpu = UintAfter(s, kOrtGpu)) {
+    m.framework = "onnxruntime";  // also its cuBLAS / cuDNN failures
+    m.device = fmt::format("GPU {}", *gpu);
   }
   // ggml: "allocating 144817.04 MiB on device 0: cudaMalloc failed: out of memory".
   if (Contains(s, "Malloc failed: out of memory")) {

@@ -1,6 +1,7 @@
 // Private to the out-of-memory message reader: the scan state and helpers shared by the line scanner
 // (oom_message.cpp) and the wording families it hands each message to (oom_message_pytorch.cpp,
-// oom_message_xla.cpp, oom_message_tensorflow.cpp, oom_message_cuda.cpp).
+// oom_message_xla.cpp, oom_message_tensorflow.cpp, oom_message_cuda.cpp, oom_message_paddle.cpp,
+// oom_message_libraries.cpp).
 //
 // A family reader gets the line where the scanner detected its wording, reads at most a few
 // following lines, appends what it found to MessageScan::found and returns the line after the
@@ -76,6 +77,10 @@ std::optional<PrintedSize> Field(OomMessage& m, std::string_view s, std::string_
 // The size that ends right before `end`, with the same handling of sizes too large.
 std::optional<PrintedSize> FieldBefore(OomMessage& m, std::string_view s, std::size_t end);
 
+// An exact byte count printed as a plain integer after `label` ("buffer of size 151851674624"),
+// with the same handling of sizes too large.
+std::optional<PrintedSize> ExactBytes(OomMessage& m, std::string_view s, std::string_view label, std::size_t from = 0);
+
 // PyTorch's wording that a sizeless raw error can carry too (oom_message_pytorch.cpp).
 void ReadPytorchHints(OomMessage& m, std::string_view s);
 std::string BackendBefore(std::string_view s, std::size_t pos);
@@ -90,6 +95,14 @@ std::size_t ReadXlaRequest(MessageScan& scan, std::size_t i);
 std::size_t ReadXlaRuntime(MessageScan& scan, std::size_t i);
 std::size_t ReadTfTensor(MessageScan& scan, std::size_t i);
 std::size_t ReadTfAlloc(MessageScan& scan, std::size_t i, OomMessageKind kind);
+std::size_t ReadTfEigen(MessageScan& scan, std::size_t i);
+// PaddlePaddle: its CUDA allocator's message (and 2018's enforce), its host allocator's.
+std::size_t ReadPaddleGpu(MessageScan& scan, std::size_t i);
+std::size_t ReadPaddleHost(MessageScan& scan, std::size_t i);
+// Theano, ONNX Runtime's arena, torch-directml (oom_message_libraries.cpp).
+std::size_t ReadTheano(MessageScan& scan, std::size_t i);
+std::size_t ReadOrtArena(MessageScan& scan, std::size_t i);
+std::size_t ReadDirectml(MessageScan& scan, std::size_t i);
 // TensorFlow's "… The caller indicates that this is not a failure" warning: true (and noted in
 // scan.not_failures) when line i is one.
 bool ReadTfNotAFailure(MessageScan& scan, std::size_t i);

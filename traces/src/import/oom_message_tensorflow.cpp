@@ -1,5 +1,6 @@
-// TensorFlow's out-of-memory wordings: "OOM when allocating tensor with shape" and
-// stream_executor's device and pinned host allocation failures with their 0.9× retry cascades.
+// TensorFlow's out-of-memory wordings: "OOM when allocating tensor with shape", the Eigen allocator's
+// temporary buffers, and stream_executor's device and pinned host allocation failures with their
+// 0.9× retry cascades.
 #include <array>
 
 #include <fmt/format.h>
@@ -175,6 +176,21 @@ std::size_t ReadTfAlloc(MessageScan& scan, std::size_t i, OomMessageKind kind) {
     m.free = scan.tf_free;
   }
   m.cublas_init_failed = scan.cublas_failed_line != 0 && i + 1 - scan.cublas_failed_line <= 10;
+  scan.found.push_back(std::move(m));
+  return i + 1;
+}
+
+std::size_t ReadTfEigen(MessageScan& scan, std::size_t i) {
+  // "F …gpu_device.cc:104] EigenAllocator for GPU ran out of memory when allocating 0. See error
+  // logs …" (a fatal log line), or the status an op gets: "Ran out of GPU memory when allocating
+  // 1048576 bytes for OP". Either way the BFC pool refused Eigen's temporary buffer.
+  OomMessage m = scan.Start(i);
+  const std::string_view s = scan.At(i);
+  m.kind = OomMessageKind::kTfEigen;
+  m.framework = "tensorflow";
+  m.backend = "GPU";
+  SetText(m, Trim(s));
+  m.request = ExactBytes(m, s, "memory when allocating ");
   scan.found.push_back(std::move(m));
   return i + 1;
 }

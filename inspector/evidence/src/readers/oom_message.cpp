@@ -50,7 +50,7 @@ class MessageInput final : public EvidenceInput {
 Reader OomMessageReader() {
   return {
       .name = "OOM error message",
-      .description = "out-of-memory error message (PyTorch, JAX / XLA, TensorFlow, CUDA; anywhere in log text)",
+      .description = "out-of-memory error message (PyTorch, JAX / XLA, TensorFlow, PaddlePaddle, ONNX Runtime, CUDA, …; anywhere in log text)",
       // TensorFlow's "ran out of memory … not a failure" warnings alone are read too: to say that
       // they record no failure, not that the file is of no known format.
       .sniff = [](std::string_view head) {

@@ -5,8 +5,10 @@
 // statistics, TPU compile-time HBM), TensorFlow short forms (OOM when allocating tensor with
 // shape, stream_executor's failed to allocate, pinned host memory) and raw CUDA / cuBLAS / cuDNN
 // failures, also in the words of libraries that call CUDA themselves (NCCL's "Cuda failure 'out of
-// memory'", llama.cpp / ggml's "cudaMalloc failed: out of memory"). docs/importers.md,
-// "Out-of-memory error messages", lists the wordings.
+// memory'", llama.cpp / ggml's "cudaMalloc failed: out of memory", ONNX Runtime's CUDA provider),
+// and other frameworks' own words: PaddlePaddle ("Out of memory error on GPU 0. Cannot allocate …"),
+// Theano ("Error allocating N bytes of device memory"), ONNX Runtime's arena, torch-directml and
+// TensorFlow's Eigen allocator. docs/importers.md, "Out-of-memory error messages", lists the wordings.
 //
 // The scan is line by line with plain substring searches (no regular expression runs over the
 // input), linear in the input's size. Every size is checked against kMaxBytes (byte_math.hpp): a
@@ -45,6 +47,16 @@ enum class OomMessageKind : std::uint8_t {
                         // (framework "nccl") or llama.cpp / ggml ("ggml") report it, with the size where printed
   kCublas,              // CUBLAS_STATUS_ALLOC_FAILED
   kCudnn,               // CUDNN_STATUS_ALLOC_FAILED
+  kPaddleGpu,           // "Out of memory error on GPU 0. Cannot allocate X memory on GPU 0, [Y memory has been
+                        // allocated and] available memory is only Z."; 2018's "enforce allocating <= available"
+  kPaddleHost,          // "Fail to alloc memory of N size, error code is 12." (host RAM)
+  kTheano,              // "Error allocating N bytes of device memory (out of memory). Driver report F bytes free …"
+  kOrtArena,            // ONNX Runtime's BFCArena: "Failed to allocate memory for requested buffer of size N",
+                        // "Available memory of A is smaller than requested bytes of N"
+  kDirectml,            // torch-directml: "Could not allocate tensor with N bytes. There is not enough GPU video
+                        // memory available!"
+  kTfEigen,             // "EigenAllocator for GPU ran out of memory when allocating N", "Ran out of GPU memory
+                        // when allocating N bytes for OP"
 };
 
 // "pytorch-legacy", "pytorch-caching", …: stable names, in JSON.
@@ -69,7 +81,8 @@ struct TpuMemory {
 
 struct OomMessage {
   OomMessageKind kind = OomMessageKind::kCudaRaw;
-  std::string framework;  // "pytorch", "jax", "tensorflow", "cuda", "nccl", "ggml", "mxnet", "torch7", …
+  std::string framework;  // "pytorch", "jax", "tensorflow", "cuda", "nccl", "ggml", "mxnet", "torch7",
+                          // "paddle", "theano", "onnxruntime", …
   std::string backend;    // as printed: "CUDA", "XPU", "HIP", "MPS", "TPU", "GPU", "host"
   std::string device;     // as printed: "GPU 0", "device 0", "device ordinal 0", "GPU_0_bfc", "hbm"
   std::size_t line = 0;   // 1-based line of the input where the message starts
@@ -91,6 +104,9 @@ struct OomMessage {
   std::optional<PrintedSize> allowed;          // "X allowed;" (memory fraction), MPS "max allowed",
                                                // async "PyTorch limit" when one is set
   std::optional<PrintedSize> device_limit;     // async "Device limit"
+  std::optional<PrintedSize> limit_available;  // ONNX Runtime "Available memory of A": the room its arena has
+                                               // left under its memory limit (gpu_mem_limit), not the device's
+  std::optional<PrintedSize> memory_limit;     // Paddle "FLAGS_gpu_memory_limit_mb is N": the limit set
   std::optional<PrintedSize> other_allocations;// MPS "other allocations"
   std::optional<PrintedSize> private_pools;    // "with X allocated in private pools (e.g., CUDA Graphs)"
   bool private_pool_request = false;           // MPS "Tried to allocate X on private pool"
