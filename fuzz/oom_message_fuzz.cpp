@@ -1,7 +1,8 @@
 // libFuzzer target: out-of-memory error messages (traces::FindOomMessages) and their diagnosis
 // (analysis::DiagnoseMessage, compiled in from inspector/analysis) over arbitrary text. Checks what
-// the parser promises: messages in order of their lines, every size within the 4 EiB cap, a
-// bounded text per message; and that every message gets a cause and an explanation. Built by
+// the parser promises: messages in order of their lines, each failure once (its repeats after it,
+// in order), every size within the 4 EiB cap, a bounded text per message; and that every message
+// gets a cause and an explanation. Built by
 // `fuzz/run.sh oom_message`. Any exception, sanitizer report, hang or runaway memory is a finding.
 #include <cstdint>
 #include <string_view>
@@ -40,6 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Check(m.offset <= size);
     Check(m.text.size() <= 8192 + 1);
     last_line = m.line;
+    std::size_t repeat = m.line;
+    for (std::size_t line : m.repeat_lines) {
+      Check(line >= repeat);  // the same line too: a log whose newlines were lost
+      repeat = line;
+    }
     for (const auto* s : {&m.request, &m.total, &m.free, &m.allocated, &m.reserved, &m.unallocated,
                           &m.process_total, &m.allowed, &m.device_limit, &m.limit_available, &m.memory_limit,
                           &m.other_allocations, &m.private_pools}) {

@@ -30,6 +30,15 @@ std::string FrameworkName(const std::string& framework) {
   return framework;
 }
 
+// "lines 5, 40 and 77": where one failure was printed.
+std::string PrintedAt(const traces::OomMessage& m) {
+  std::string list = fmt::format("lines {}", m.line);
+  for (std::size_t k = 0; k < m.repeat_lines.size(); ++k) {
+    list += fmt::format("{}{}", k + 1 == m.repeat_lines.size() ? " and " : ", ", m.repeat_lines[k]);
+  }
+  return list;
+}
+
 // The message's first line(s), shortened for a quote.
 std::string Quote(const std::string& text) {
   std::string out;
@@ -94,9 +103,13 @@ void PrintText(const std::string& trace, const std::vector<Item>& items, const s
     // "CUDA on CUDA" says nothing: a raw CUDA error names its backend once; "GPU, GPU 2" neither.
     std::string where = m.backend == framework || m.device.rfind(m.backend + " ", 0) == 0 ? "" : m.backend;
     if (!m.device.empty() && m.device != m.backend) where += (where.empty() ? "" : ", ") + m.device;
-    fmt::print("\nmessage {} at line {}: {}{} ({})\n", i + 1, m.line, framework,
-               where.empty() ? "" : " on " + where, traces::ToString(m.kind));
+    fmt::print("\nmessage {} at line {}: {}{}{} ({})\n", i + 1, m.line, framework,
+               where.empty() ? "" : " on " + where, m.origin.empty() ? "" : ", from " + m.origin,
+               traces::ToString(m.kind));
     fmt::print("  \"{}\"\n", Quote(m.text));
+    if (!m.repeat_lines.empty()) {
+      fmt::print("  printed {} times ({}): one failure, reported again\n", m.repeat_lines.size() + 1, PrintedAt(m));
+    }
     if (!d.numbers.empty()) {
       std::vector<std::vector<std::string>> rows = {{"  number", "bytes", "printed", "what"}};
       for (const auto& n : d.numbers) {
@@ -162,6 +175,10 @@ std::uint32_t MessageDeviceIndex(const traces::OomMessage& message) {
 nlohmann::json MessageOomJson(const traces::OomMessage& m, const analysis::MessageDiagnosis& d) {
   nlohmann::json j = {{"line", m.line}, {"offset", m.offset}, {"framework", m.framework},
                       {"wording", traces::ToString(m.kind)}, {"backend", m.backend}, {"device_name", m.device}};
+  // One failure printed several times is one entry: how often, and where the repeats start.
+  j["printed"] = m.repeat_lines.size() + 1;
+  if (!m.repeat_lines.empty()) j["repeat_lines"] = m.repeat_lines;
+  if (!m.origin.empty()) j["origin"] = m.origin;
   // DESIGN.md's OOM keys where the message gives them (never invented): request, limit, reserved, in_use.
   AddSize(j, "request", m.request);
   if (m.request_at_least) j["request_at_least"] = true;  // "more than" that

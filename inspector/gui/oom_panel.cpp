@@ -55,6 +55,10 @@ void OomPanel::DrawMessages(const Document& document) {
     if (i > 0) ImGui::Separator();
     ImGui::Text("Error message %zu of %zu, line %zu (%s%s%s)", i + 1, document.messages.size(), message.line,
                 message.framework.c_str(), message.device.empty() ? "" : ", ", message.device.c_str());
+    if (!message.repeat_lines.empty()) {
+      ImGui::Text("Printed %zu times (again from line %zu): one failure, reported again",
+                  message.repeat_lines.size() + 1, message.repeat_lines.front());
+    }
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 120, 120, 255));
     ImGui::TextWrapped("Cause: %s", std::string(traces::ToString(diagnosis.cause)).c_str());
     ImGui::PopStyleColor();

@@ -130,6 +130,34 @@ TEST_F(MessageReport, TensorflowNotAFailureWarningsAreNoFailure) {
   EXPECT_NE(Run({"report", Path("mixed.log")}).out.find("these warnings are no errors"), std::string::npos);
 }
 
+// One failure printed three times (the exception, a wrapper's re-raise, a logger) is one entry that
+// says so; a failure on another device stays its own.
+TEST_F(MessageReport, OneFailurePrintedSeveralTimesIsOneEntryWithItsCount) {
+  std::string log = kMessage22;
+  log += "Traceback (most recent call last):\n  File \"run.py\", line 9, in main\n";
+  log += kMessage22;
+  log += kMessageOld;
+  log += std::string("ERROR step 12: ") + kMessage22;
+  std::ofstream(Path("repeats.log")) << log;
+  const CliResult json = Run({"report", Path("repeats.log"), "--json"});
+  ASSERT_EQ(json.code, 1) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["devices"].size(), 2u);
+  const auto& gpu0 = j["devices"][0]["ooms"];
+  ASSERT_EQ(gpu0.size(), 1u);
+  EXPECT_EQ(gpu0[0]["printed"], 3);
+  EXPECT_EQ(gpu0[0]["repeat_lines"], nlohmann::json({4, 6}));
+  EXPECT_EQ(gpu0[0]["cause"], "fragmentation");
+  const auto& gpu3 = j["devices"][1]["ooms"];
+  ASSERT_EQ(gpu3.size(), 1u);
+  EXPECT_EQ(gpu3[0]["printed"], 1);
+  EXPECT_FALSE(gpu3[0].contains("repeat_lines"));
+  const CliResult text = Run({"report", Path("repeats.log")});
+  EXPECT_NE(text.out.find("(OOM error message, 2 messages)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  printed 3 times (lines 1, 4 and 6): one failure, reported again\n"), std::string::npos)
+      << text.out;
+}
+
 // PaddlePaddle's message in its own terms; the total it does not print is derived, never a key.
 TEST_F(MessageReport, PaddleMessageInItsOwnTerms) {
   std::ofstream(Path("paddle.log"))

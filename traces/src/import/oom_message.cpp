@@ -230,7 +230,8 @@ OomMessageScan ScanOomMessages(std::string_view text) {
   if (text.find('\0') != std::string_view::npos) return {};  // binary: no log text
   oomscan::MessageScan scan(text);
   for (std::size_t i = 0; i < scan.lines.size();) i = oomscan::Step(scan, i);
-  return {std::move(scan.found), std::move(scan.not_failures)};
+  oomscan::NoteOrigins(scan, scan.found);
+  return {oomscan::MergeRepeats(std::move(scan.found)), std::move(scan.not_failures)};
 }
 
 std::vector<OomMessage> FindOomMessages(std::string_view text) { return ScanOomMessages(text).messages; }

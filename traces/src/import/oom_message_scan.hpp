@@ -109,4 +109,9 @@ bool ReadTfNotAFailure(MessageScan& scan, std::size_t i);
 // Sizeless errors: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS, cuDNN.
 std::size_t ReadRawError(MessageScan& scan, std::size_t i, OomMessageKind kind);
 
+// After the scan (oom_message_repeats.cpp): each message's origin (the rank or pid its first line
+// names), then one failure printed several times made one message with its repeat_lines.
+void NoteOrigins(const MessageScan& scan, std::vector<OomMessage>& messages);
+std::vector<OomMessage> MergeRepeats(std::vector<OomMessage> messages);
+
 }  // namespace fragscope::traces::oomscan

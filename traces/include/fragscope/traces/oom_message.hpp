@@ -117,6 +117,13 @@ struct OomMessage {
   std::string allocator;                       // TF: "GPU_0_bfc"
   std::vector<PrintedSize> attempts;           // TF: every size of a retry cascade (×0.9), in order
   std::string error_code;                      // "CUDA_ERROR_OUT_OF_MEMORY", "CUBLAS_STATUS_ALLOC_FAILED", "2"
+  // Which process of a multi-process run printed it, where its line says ("rank 3" from torchrun's
+  // "[rank3]:", "rank 3" from "[default3]:", "pid 1234" from Ray's "(… pid=1234)"); "" when none.
+  std::string origin;
+  // The same failure printed again later (a re-raise, a wrapper printing the exception once more,
+  // the log line and then the traceback): the 1-based lines where each repeat starts. The message
+  // was printed 1 + repeat_lines.size() times; it is one failure.
+  std::vector<std::size_t> repeat_lines;
 
   // What the message says about settings (hints already followed or not).
   std::string hint_env;                        // the variable the message's hint names:
@@ -150,7 +157,10 @@ struct OomMessageScan {
   std::vector<TfNotAFailure> not_failures;
 };
 
-// Every out-of-memory message in `text`, in order. Never throws on any input; linear in its size.
+// Every out-of-memory message in `text`, in order, each failure once: a message that repeats an
+// earlier one — same wording, framework, backend, device, origin and every number, or for a message
+// without numbers the same text — is that failure printed again (OomMessage::repeat_lines), not
+// another. Never throws on any input; linear in its size (repeats are found by a hash of the key).
 std::vector<OomMessage> FindOomMessages(std::string_view text);
 // The same scan, with the "not a failure" warnings it passes.
 OomMessageScan ScanOomMessages(std::string_view text);
