@@ -158,6 +158,28 @@ TEST_F(MessageReport, OneFailurePrintedSeveralTimesIsOneEntryWithItsCount) {
       << text.out;
 }
 
+// A log saved by Windows PowerShell (UTF-16LE with a byte-order mark) reads as its UTF-8 text;
+// bytes that are no UTF-16 are an error naming the file and the byte.
+TEST_F(MessageReport, AUtf16LogIsReadAndBadUtf16IsAnError) {
+  std::string utf16 = "\xFF\xFE";
+  for (char c : std::string(kMessageOld)) {
+    utf16 += c;
+    utf16 += '\0';
+  }
+  std::ofstream(Path("powershell.log"), std::ios::binary) << utf16;
+  const CliResult r = Run({"report", Path("powershell.log"), "--json"});
+  ASSERT_EQ(r.code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["devices"][0]["ooms"][0]["request"], 700ull << 20);
+  EXPECT_EQ(j["devices"][0]["ooms"][0]["cause"], "capacity");
+  std::ofstream(Path("cut.log"), std::ios::binary) << utf16 << 'x';
+  const CliResult bad = Run({"report", Path("cut.log")});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("cut.log: at byte " + std::to_string(utf16.size()) + ": UTF-16LE text with an odd number of "
+                         "bytes"), std::string::npos)
+      << bad.err;
+}
+
 // PaddlePaddle's message in its own terms; the total it does not print is derived, never a key.
 TEST_F(MessageReport, PaddleMessageInItsOwnTerms) {
   std::ofstream(Path("paddle.log"))

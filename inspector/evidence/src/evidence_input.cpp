@@ -16,6 +16,7 @@
 
 #include "fragscope/evidence/readers.hpp"
 #include "fragscope/traces/prefetched_blocks.hpp"
+#include "fragscope/evidence/text_encoding.hpp"
 
 namespace fragscope::evidence {
 namespace {
@@ -116,13 +117,35 @@ std::string ReadFile(const std::string& path) {
 }
 
 // The first registered reader that recognizes `head` (the first kSniffBytes bytes at most).
-Reader Sniff(std::string_view head, const std::string& name) {
-  if (head.empty()) throw traces::TraceError(name, 0, "the file is empty");
+std::optional<Reader> FindReader(std::string_view head) {
   head = head.substr(0, std::min(head.size(), kSniffBytes));
   for (Reader& reader : Readers()) {
     if (reader.sniff(head)) return std::move(reader);
   }
+  return std::nullopt;
+}
+
+Reader Sniff(std::string_view head, const std::string& name) {
+  if (head.empty()) throw traces::TraceError(name, 0, "the file is empty");
+  if (auto reader = FindReader(head)) return std::move(*reader);
   throw traces::TraceError(name, 0, UnknownFormatMessage());
+}
+
+// What the first bytes are: text to decode first (text_encoding.hpp: UTF-16 from Windows
+// PowerShell, a UTF-8 byte-order mark), or the reader that recognized them as they are. A
+// byte-order mark decides; without one, bytes no reader recognizes are decoded when they look like
+// UTF-16, so a binary format is never taken for text.
+struct Recognized {
+  std::optional<TextEncoding> encoding;
+  std::optional<Reader> reader;  // when not to decode; nullopt: no reader knows the bytes
+};
+
+Recognized Recognize(std::string_view head) {
+  if (auto marked = EncodingByMark(head)) return {marked, std::nullopt};
+  if (head.empty()) return {};
+  auto reader = FindReader(head);
+  if (reader) return {std::nullopt, std::move(reader)};
+  return {Utf16WithoutMark(head), std::nullopt};
 }
 
 }  // namespace
@@ -204,13 +227,26 @@ std::unique_ptr<EvidenceInput> EvidenceInput::Open(const std::string& path, cons
       std::string head(kSniffBytes, '\0');
       file.read(head.data(), static_cast<std::streamsize>(head.size()));
       head.resize(static_cast<std::size_t>(file.gcount()));
-      reader = Sniff(head, name);
-      source = Source::File(path, static_cast<std::uint64_t>(st.st_size));
+      Recognized recognized = Recognize(head);
+      if (recognized.encoding) {
+        // Decoded whole, once: the readers of text formats read the whole input anyway.
+        auto text = std::make_shared<const std::string>(DecodeToUtf8(ReadFile(path), *recognized.encoding, name));
+        reader = Sniff(*text, name);
+        source = Source::Stream(name, std::move(text));
+      } else {
+        reader = recognized.reader ? std::move(recognized.reader) : Sniff(head, name);
+        source = Source::File(path, static_cast<std::uint64_t>(st.st_size));
+      }
     }
   }
   if (!source) {
     auto stream = StreamBytes(path, name);
-    reader = Sniff(*stream, name);
+    Recognized recognized = Recognize(*stream);
+    if (recognized.encoding) {
+      stream = std::make_shared<const std::string>(DecodeToUtf8(*stream, *recognized.encoding, name));
+      recognized.reader = Sniff(*stream, name);
+    }
+    reader = recognized.reader ? std::move(recognized.reader) : Sniff(*stream, name);
     source = Source::Stream(name, std::move(stream));
   }
   UpdateActivity(name, [&](InputActivity& a) {
