@@ -119,6 +119,9 @@ TEST(MessageRulesOnnxRuntime, ArenaLimitDriverRefusalAndCudaProvider) {
                    "31568306688\n");
   EXPECT_EQ(refused.cause, OomCause::kUnknown);
   EXPECT_TRUE(Mentions(MessageLines(refused), "refused 29.40 GiB"));
+  const MessageDiagnosis huge = DiagnoseText("Failed to allocate memory for requested buffer of size 1099511627776\n");
+  EXPECT_EQ(huge.cause, OomCause::kRequestTooLarge);
+  EXPECT_TRUE(Mentions(MessageLines(huge), "R = 1099511627776 bytes: more than any accelerator holds"));
   const MessageDiagnosis provider = DiagnoseText("CUDA failure 2: out of memory ; GPU=0 ; hostname=h ; "
                                                  "expr=cudaMalloc((void**)&p, size);\n");
   EXPECT_EQ(provider.cause, OomCause::kUnknown);

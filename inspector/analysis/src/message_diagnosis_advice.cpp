@@ -96,6 +96,17 @@ void OutsideAdvice(Builder& b, const OomMessage& m, double other_bytes, double i
   }
 }
 
+bool RequestAboveAnyDevice(Builder& b, const Val& R) {
+  if (R.v <= static_cast<double>(kLargerThanAnyDevice)) return false;
+  const std::string printed = R.text.empty() ? Fmt(R.v) : R.text;
+  b.Line("R = {}: more than any accelerator holds", printed);
+  b.Cause(OomCause::kRequestTooLarge,
+          fmt::format("one request of {} is larger than any device: a shape or size bug", printed));
+  b.Advice("check the shapes of the tensors created at the failing operation (a wrong reshape or broadcast, an input "
+           "far larger than intended)");
+  return true;
+}
+
 void OrtAdvice(Builder& b, const OomMessage& m) {
   b.Advice(fmt::format("check {} for other processes on the device; a smaller batch or smaller inputs", ToolsOf(m).smi));
   b.Advice("the CUDA provider's options: gpu_mem_limit caps its arena (leave room for other processes and "

@@ -115,6 +115,9 @@ void OutsideAdvice(Builder& b, const OomMessage& m, double other_bytes, double i
                    std::uint64_t self_pid);
 // ONNX Runtime's settings, for its arena's and its CUDA provider's failures.
 void OrtAdvice(Builder& b, const OomMessage& m);
+// A request above kLargerThanAnyDevice: request-too-large (a shape or size bug), with its line;
+// false, and nothing said, below that.
+bool RequestAboveAnyDevice(Builder& b, const Val& R);
 
 // The rule of each wording family: fills `d` from `m`.
 void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d);

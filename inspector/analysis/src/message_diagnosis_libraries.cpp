@@ -6,19 +6,6 @@
 
 namespace fragscope::analysis::message_detail {
 
-namespace {
-
-// A request no accelerator holds: a shape or size bug, whatever the device.
-bool RequestTooLarge(Builder& b, const Val& R) {
-  if (R.v <= static_cast<double>(kLargerThanAnyDevice)) return false;
-  b.Line("R = {}: more than any accelerator holds", Fmt(R.v));
-  b.Cause(OomCause::kRequestTooLarge,
-          fmt::format("one request of {} is larger than any device: a shape or size bug", Fmt(R.v)));
-  return true;
-}
-
-}  // namespace
-
 void DiagnoseTheano(const OomMessage& m, MessageDiagnosis& d) {
   Builder b(d);
   b.Read("R", "requested", m.request);
@@ -33,7 +20,7 @@ void DiagnoseTheano(const OomMessage& m, MessageDiagnosis& d) {
     return;
   }
   const Val R = Of(*m.request);
-  if (RequestTooLarge(b, R)) return;
+  if (RequestAboveAnyDevice(b, R)) return;
   if (m.total && Greater(R, Of(*m.total))) {
     b.Line("R = {} > T = {}", Fmt(R.v), Fmt(static_cast<double>(m.total->bytes)));
     b.Cause(OomCause::kRequestTooLarge, fmt::format("one array of {} is larger than the whole device ({})", Fmt(R.v),
@@ -86,7 +73,7 @@ void DiagnoseOrtArena(const OomMessage& m, MessageDiagnosis& d) {
     return;
   }
   const Val R = Of(*m.request);
-  if (RequestTooLarge(b, R)) return;
+  if (RequestAboveAnyDevice(b, R)) return;
   if (m.limit_available) {
     b.Line("R = {} > {} left under the arena's memory limit", Fmt(R.v), Fmt(static_cast<double>(m.limit_available->bytes)));
     b.Cause(OomCause::kUnknown,
@@ -110,7 +97,7 @@ void DiagnoseOrtArena(const OomMessage& m, MessageDiagnosis& d) {
 void DiagnoseDirectml(const OomMessage& m, MessageDiagnosis& d) {
   Builder b(d);
   b.Read("R", "requested", m.request);
-  if (m.request && RequestTooLarge(b, Of(*m.request))) return;
+  if (m.request && RequestAboveAnyDevice(b, Of(*m.request))) return;
   b.Cause(OomCause::kUnknown,
           fmt::format("DirectML could not allocate {} for a tensor; torch-directml prints no device totals and "
                       "nothing of what is held, so capacity and memory held elsewhere cannot be told apart",

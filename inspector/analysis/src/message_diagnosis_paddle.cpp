@@ -51,14 +51,7 @@ void DiagnosePaddleGpu(const OomMessage& m, MessageDiagnosis& d) {
     return;
   }
   const Val R = Of(*m.request);
-  if (R.v > static_cast<double>(kLargerThanAnyDevice)) {
-    b.Line("R = {}: more than any accelerator holds", R.text);
-    b.Cause(OomCause::kRequestTooLarge, fmt::format("one request of {} is larger than any device: a shape or size "
-                                                    "bug", m.request->text));
-    b.Advice("check the shapes of the tensors created at the failing operator (a wrong reshape or broadcast, an "
-             "input far larger than intended)");
-    return;
-  }
+  if (RequestAboveAnyDevice(b, R)) return;
   std::optional<Val> T;
   if (m.allocated && m.free) {
     const Val A = Of(*m.allocated), F = Of(*m.free);

@@ -77,11 +77,7 @@ void DiagnoseTfEigen(const OomMessage& m, MessageDiagnosis& d) {
     b.Advice("look for an empty tensor in the failing op's inputs (an empty batch, a dimension of size 0)");
     return;
   }
-  if (m.request && m.request->bytes > kLargerThanAnyDevice) {
-    b.Cause(OomCause::kRequestTooLarge, fmt::format("one buffer of {} is larger than any device: a shape bug",
-                                                    Fmt(static_cast<double>(m.request->bytes))));
-    return;
-  }
+  if (m.request && RequestAboveAnyDevice(b, Of(*m.request))) return;
   BfcPoolUnknown(b, m, fmt::format("Eigen's temporary buffer ({})",
                                    m.request ? Fmt(static_cast<double>(m.request->bytes)) : "size unknown"));
 }
