@@ -208,5 +208,18 @@ TEST(OomMessageFrameworks, NumbersTooLargeAreProblemsNotCrashes) {
   }
 }
 
+// TensorFlow's MakeTensorFromProto says "of shape [..]" with a space, where the op kernels say
+// "with shape[..]": the request is the shape times the dtype's size either way.
+TEST(OomMessageTensorflow, TensorOfShapeWithASpace) {
+  const OomMessage m = One(
+      "ResourceExhaustedError: OOM when allocating tensor of shape [32256512,512] and type float\n"
+      "\t [[Node: embedding/Initializer/random_uniform = Const[dtype=DT_FLOAT]()]]\n");
+  EXPECT_EQ(m.kind, OomMessageKind::kTfTensor);
+  EXPECT_EQ(m.tensor_shape, (std::vector<std::uint64_t>{32256512, 512}));
+  EXPECT_EQ(m.tensor_dtype, "float");
+  ASSERT_TRUE(m.request.has_value());
+  EXPECT_EQ(m.request->bytes, 32256512ull * 512 * 4);
+}
+
 }  // namespace
 }  // namespace fragscope::traces

@@ -41,8 +41,12 @@ void ParseTfTensor(OomMessage& m, std::string_view s) {
   m.backend = "GPU";
   const std::size_t at = s.find("OOM when allocating tensor");
   std::string_view rest = s.substr(at);
-  if (const std::size_t shape = rest.find("shape["); shape != std::string_view::npos) {
-    std::string_view dims = rest.substr(shape + 6);
+  // "with shape[32,512]" (every era since TF 0.12), or "of shape [32256512,512]" (MakeTensorFromProto).
+  std::size_t shape = rest.find("shape[");
+  std::size_t skip = 6;
+  if (shape == std::string_view::npos && (shape = rest.find("shape [")) != std::string_view::npos) skip = 7;
+  if (shape != std::string_view::npos) {
+    std::string_view dims = rest.substr(shape + skip);
     const std::size_t close = dims.find(']');
     dims = dims.substr(0, close);
     while (!dims.empty()) {
