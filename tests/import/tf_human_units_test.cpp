@@ -16,12 +16,7 @@ namespace {
 using testing::HasWarning;
 
 constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
-
-std::string Join(const std::vector<std::string>& warnings) {
-  std::string out;
-  for (const std::string& w : warnings) out += w + "\n";
-  return out;
-}
+using testing::Join;
 
 // An XLA 2026 Stats block (absl log prefix), sizes in human-readable units; `limit` and `in_use`
 // as printed.

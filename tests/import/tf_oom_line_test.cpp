@@ -14,12 +14,7 @@ namespace fragscope::traces {
 namespace {
 
 using testing::HasWarning;
-
-std::string Join(const std::vector<std::string>& warnings) {
-  std::string out;
-  for (const std::string& w : warnings) out += w + "\n";
-  return out;
-}
+using testing::Join;
 
 // TF >= 2.10: the pool line, an 8-field Stats block and the bar, without the "ran out of memory"
 // header and the chunk lines before them. 6 GB limit, 5 GiB in use: 631,290,880 bytes left.

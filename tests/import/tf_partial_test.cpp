@@ -20,12 +20,7 @@ namespace {
 const std::filesystem::path kFixtures = std::filesystem::path(FRAGSCOPE_SOURCE_DIR) / "tests" / "import" / "fixtures" / "tf";
 
 using testing::HasWarning;
-
-std::string Join(const std::vector<std::string>& warnings) {
-  std::string out;
-  for (const std::string& w : warnings) out += w + "\n";
-  return out;
-}
+using testing::Join;
 
 // The facts of the one dump of fixture `name`, and its dumps as read.
 struct Case {

@@ -15,12 +15,7 @@ namespace fragscope::traces {
 namespace {
 
 using testing::HasWarning;
-
-std::string Join(const std::vector<std::string>& warnings) {
-  std::string out;
-  for (const std::string& w : warnings) out += w + "\n";
-  return out;
-}
+using testing::Join;
 
 // 40 x 256 + 3210 x 4096 + 7 x 1 MiB = 20,498,432 bytes in 3,257 chunks.
 std::string Summary(const std::string& quote) {

@@ -1,5 +1,5 @@
 // What the TensorFlow BFC log tests share: counting a trace's events by type, its first OOM, and
-// whether a warning says something.
+// whether a warning says something, the warnings as one text.
 #pragma once
 
 #include <algorithm>
@@ -43,6 +43,13 @@ inline const Event* FindOom(const Trace& t) {
 inline bool HasWarning(const std::vector<std::string>& warnings, const std::string& text) {
   return std::any_of(warnings.begin(), warnings.end(),
                      [&](const std::string& w) { return w.find(text) != std::string::npos; });
+}
+
+// The warnings one per line, for a failure message that shows them all.
+inline std::string Join(const std::vector<std::string>& warnings) {
+  std::string out;
+  for (const std::string& w : warnings) out += w + "\n";
+  return out;
 }
 
 }  // namespace fragscope::traces::testing

@@ -17,12 +17,7 @@ using testing::FindOom;
 using testing::HasWarning;
 
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
-
-std::string Join(const std::vector<std::string>& warnings) {
-  std::string out;
-  for (const std::string& w : warnings) out += w + "\n";
-  return out;
-}
+using testing::Join;
 
 // TF 1.6: no "ran out of memory" line survived, two bins count a free chunk each that the three
 // listed chunks ("Chunk at": in use) do not hold; the Chunk State table names the larger one.
