@@ -325,5 +325,23 @@ TEST(TfPartial, HostAllocatorIsPinnedHostMemory) {
   for (const char* name : {"GPU_0_bfc", "gpu_1_bfc", "cpu", ""}) EXPECT_FALSE(TfHostAllocator(name)) << name;
 }
 
+// Most TensorFlow versions print chunk sizes only: the state then says its requested sizes are
+// unknown (the layout's allocations carry the chunk sizes, which are no measure of LOAD); one chunk
+// line with its requested size makes them known.
+TEST(TfPartial, AStateSaysWhetherItGaveRequestedSizes) {
+  const auto state_of = [](const std::string& second_chunk) {
+    const std::string text = "I bfc_allocator.cc:1011] Next region of size 1048576\n"
+                             "I bfc_allocator.cc:1031] InUse at f00950000 of size 1280 next 1\n"
+                             "I bfc_allocator.cc:1031] InUse at f00950500 of size 256 " + second_chunk + "next 2\n";
+    const Trace trace = TfBfcDumpsToTrace(ParseTfBfcLog(text, "cut.log"), "cut.log");
+    EXPECT_EQ(trace.header.source.states.size(), 1u);
+    return trace.header.source.states.at(0);
+  };
+  const StateSummary without = state_of("");
+  EXPECT_FALSE(without.requested_known);
+  EXPECT_FALSE(without.layout_complete);  // 1.50 KiB of the 1 MiB region listed
+  EXPECT_TRUE(state_of("requested size 200 ").requested_known);
+}
+
 }  // namespace
 }  // namespace fragscope::traces

@@ -38,6 +38,7 @@ TraceHeader StateHeader() {
   s.in_use_at_least = true;
   s.free_at_least = 1'047'040;
   s.layout_complete = false;
+  s.requested_known = false;
   s.missing = "the chunk list was cut after 12 chunks";
   StateSummary t;
   t.device = 1;
@@ -60,6 +61,8 @@ TEST(SourceFacts, SurviveFstAndJsonLines) {
   EXPECT_EQ(back.header.source.states[0].free_at_least, std::optional<std::uint64_t>(1'047'040));
   EXPECT_FALSE(back.header.source.states[1].in_use_at_least);
   EXPECT_EQ(back.header.source.states[1].free_at_least, std::nullopt);
+  EXPECT_FALSE(back.header.source.states[0].requested_known);  // written only when false
+  EXPECT_TRUE(back.header.source.states[1].requested_known);
 
   std::ostringstream jsonl;
   WriteJsonl(trace, jsonl);
@@ -113,6 +116,9 @@ TEST(SourceFacts, BadValuesNameTheKey) {
   EXPECT_NE(error(R"("source":{"states":[{"in_use":-1}]})").find("\"in_use\" must be an integer"),
             std::string::npos);
   EXPECT_NE(error(R"("source":{"states":[{"layout_complete":"yes"}]})").find("\"layout_complete\" must be true or false"),
+            std::string::npos);
+  EXPECT_NE(error(R"("source":{"states":[{"requested_known":1}]})")
+                .find("header: source: state: \"requested_known\" must be true or false"),
             std::string::npos);
   // JSON Lines is edited by hand: a misspelt key is refused, not ignored.
   EXPECT_NE(error(R"("source":{"rouding":1})").find("unknown key \"rouding\"; valid keys: allocator, settings, rounding"),

@@ -38,6 +38,14 @@ std::optional<std::uint64_t> GetOptional(const json& object, const char* key, co
   return GetUnsigned(object, key, where, UINT64_MAX);
 }
 
+// A switch: `fallback` when absent or null.
+bool GetBool(const json& object, const char* key, const char* where, bool fallback) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) throw std::runtime_error(fmt::format("{}\"{}\" must be true or false", where, key));
+  return it->get<bool>();
+}
+
 const json& ArrayAt(const json& object, const char* key, const char* where) {
   static const json kEmpty = json::array();
   const auto it = object.find(key);
@@ -75,6 +83,7 @@ nlohmann::ordered_json SourceToJson(const SourceFacts& source) {
     if (s.in_use_at_least) state["in_use_at_least"] = true;
     put("free_at_least", s.free_at_least);
     state["layout_complete"] = s.layout_complete;
+    if (!s.requested_known) state["requested_known"] = false;
     if (!s.missing.empty()) state["missing"] = s.missing;
     out["states"].push_back(std::move(state));
   }
@@ -120,10 +129,7 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
                                     GetUnsigned(b, "blocks", kAt, UINT64_MAX),
                                     GetUnsigned(b, "bytes", kAt, UINT64_MAX),
                                     GetUnsigned(b, "requested", kAt, UINT64_MAX)});
-    if (const auto it = b.find("blocks_known"); it != b.end() && !it->is_null()) {
-      if (!it->is_boolean()) throw std::runtime_error("header: source: before_recording: \"blocks_known\" must be true or false");
-      out.before_recording.back().blocks_known = it->get<bool>();
-    }
+    out.before_recording.back().blocks_known = GetBool(b, "blocks_known", kAt, true);
   }
   for (const auto& d : ArrayAt(in, "reserved_without_layout", kWhere)) {
     if (!d.is_number_unsigned() || d.get<std::uint64_t>() > UINT32_MAX) {
@@ -136,7 +142,7 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
     constexpr const char* kAt = "header: source: state: ";
     CheckKeys(s, strict,
               {"device", "moment", "at_seq", "in_use", "requested", "reserved", "limit", "max_in_use", "largest_free",
-               "in_use_at_least", "free_at_least", "layout_complete", "missing"},
+               "in_use_at_least", "free_at_least", "layout_complete", "requested_known", "missing"},
               kAt);
     StateSummary state;
     state.device = static_cast<std::uint32_t>(GetUnsigned(s, "device", kAt, UINT32_MAX));
@@ -148,15 +154,10 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
     state.limit = GetOptional(s, "limit", kAt);
     state.max_in_use = GetOptional(s, "max_in_use", kAt);
     state.largest_free = GetOptional(s, "largest_free", kAt);
-    if (const auto it = s.find("in_use_at_least"); it != s.end() && !it->is_null()) {
-      if (!it->is_boolean()) throw std::runtime_error("header: source: state: \"in_use_at_least\" must be true or false");
-      state.in_use_at_least = it->get<bool>();
-    }
+    state.in_use_at_least = GetBool(s, "in_use_at_least", kAt, false);
     state.free_at_least = GetOptional(s, "free_at_least", kAt);
-    if (const auto it = s.find("layout_complete"); it != s.end() && !it->is_null()) {
-      if (!it->is_boolean()) throw std::runtime_error("header: source: state: \"layout_complete\" must be true or false");
-      state.layout_complete = it->get<bool>();
-    }
+    state.layout_complete = GetBool(s, "layout_complete", kAt, true);
+    state.requested_known = GetBool(s, "requested_known", kAt, true);
     state.missing = GetString(s, "missing", kAt);
     out.states.push_back(std::move(state));
   }

@@ -159,6 +159,9 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
   if (d.limit == 0) missing.push_back("no limit");
   if (d.stats.fields == 0 && !d.total_region_allocated)
     if (std::string bar = BarFractions(d.occupancy); !bar.empty()) missing.push_back(std::move(bar));
+  // Most TensorFlow versions print chunk sizes only: the layout's allocations then carry those as
+  // requested, which is no measure of what their owners asked for (ToOomRecord leaves it out too).
+  s.requested_known = d.in_use_chunks == 0 || d.requested_listed;
   s.layout_complete = (!d.regions.empty() || !d.chunks.empty()) && covered >= listed &&
                       (!d.stats.in_use || *d.stats.in_use == d.listed_in_use) &&
                       printed_reserved <= d.listed_reserved && !unlisted && !summary_beyond && outside == 0;

@@ -77,6 +77,10 @@ struct StateSummary {
   bool in_use_at_least = false;
   std::optional<std::uint64_t> free_at_least;
   bool layout_complete = true;              // the listed regions and chunks are all there were
+  // False where the evidence gives no requested size per chunk (most TensorFlow versions print
+  // only chunk sizes): the layout's allocations then carry their chunk sizes as requested, and
+  // what their owners asked for (LOAD) is unknown, not the chunk sizes.
+  bool requested_known = true;
   std::string missing;                      // what the evidence lacks, in words; empty if nothing
   bool operator==(const StateSummary&) const = default;
 };
