@@ -125,6 +125,26 @@ TEST(StateFindings, SummaryIsTheTruthWhereTheLayoutIsCut) {
   EXPECT_EQ(f.free_page_bytes, 60 * kMiB);
 }
 
+// Where the in-use figure is what a cut listing holds, it is a lower bound, and the
+// findings say so (the report's text said "at least" while its JSON said in_use_at_least false).
+TEST(StateFindings, InUseOfACutListingIsALowerBound) {
+  StateTrace t = PytorchLikeState();
+  t.header.source.allocator = "TensorFlow BFC allocator";
+  t.header.source.states[0].layout_complete = false;
+  t.header.source.states[0].requested_known = false;
+  const Diagnosis d = DiagnoseTrace(t);
+  ASSERT_EQ(d.states.size(), 1u);
+  const StateFindings& f = d.states[0];
+  EXPECT_EQ(f.in_use, 40 * kMiB + 512);
+  EXPECT_FALSE(f.in_use_from_summary);
+  EXPECT_TRUE(f.in_use_at_least);
+  EXPECT_FALSE(f.requested_known);
+  // A whole listing's sum is exact.
+  const Diagnosis whole = DiagnoseTrace(PytorchLikeState());
+  EXPECT_FALSE(whole.states[0].in_use_at_least);
+  EXPECT_TRUE(whole.states[0].requested_known);
+}
+
 TEST(StateFindings, TheMomentIsTheEventWithItsSeq) {
   // Two moments of one device: the first before the large segment existed.
   StateTrace t = PytorchLikeState();

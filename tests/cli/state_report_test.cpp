@@ -190,6 +190,14 @@ TEST_F(StateReport, ACutChunkListGivesLowerBoundsAndNoFreeHoles) {
                        "list is cut: not known to be free)"),
             std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("free hole"), std::string::npos) << r.out;
+  // The JSON says what the text says: the listed in use is a lower bound (it said false).
+  const CliResult json = Run({"report", log, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto device = nlohmann::json::parse(json.out)["devices"][0];
+  EXPECT_EQ(device["in_use"], 3072);
+  EXPECT_TRUE(device["in_use_at_least"].get<bool>());
+  EXPECT_TRUE(device["free_in_regions"].is_null());
+  EXPECT_EQ(device["uncovered_bytes"], 1045504);
 }
 
 // A TF 1.6 fragment whose bin lines and Chunk State table show two free chunks (1.50 and 2.50 MiB)
@@ -222,6 +230,7 @@ TEST_F(StateReport, FreeChunksOnlyTheBinLinesShowAreFreeAtLeast) {
   ASSERT_EQ(json.code, 1) << json.err;
   const auto device = nlohmann::json::parse(json.out)["devices"][0];
   EXPECT_FALSE(device["layout_complete"].get<bool>());
+  EXPECT_TRUE(device["in_use_at_least"].get<bool>());  // as the text's "in use at least 1.25 MiB"
   EXPECT_EQ(device["free_at_least"], 4194304);
   EXPECT_EQ(device["largest_free"], 2621440);
   const auto& oom = device["ooms"][0];

@@ -80,7 +80,11 @@ std::vector<StateFindings> FindStates(const TimelineModel& model, const std::vec
     const bool has_layout = f.regions > 0 || f.chunks > 0;
     f.in_use_from_summary = summary.in_use.has_value();
     f.in_use = summary.in_use ? summary.in_use : has_layout ? std::optional(f.layout_in_use) : std::nullopt;
-    f.in_use_at_least = summary.in_use_at_least;
+    // What a cut listing holds in use is a lower bound too: the chunks it left out are in use or
+    // free, nobody knows (the report's text said "at least" while its JSON said false).
+    f.in_use_at_least = summary.in_use_at_least ||
+                        (f.in_use && !f.in_use_from_summary && has_layout && !summary.layout_complete);
+    f.requested_known = summary.requested_known;
     f.free_at_least = summary.free_at_least;
     f.reserved_from_summary = summary.reserved.has_value();
     // The listed regions stand for reserved only when the listing is whole: a cut dump whose own

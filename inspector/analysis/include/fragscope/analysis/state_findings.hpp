@@ -24,7 +24,9 @@ struct StateFindings {
   std::optional<std::uint64_t> in_use, reserved, limit, max_in_use, largest_free;
   bool in_use_from_summary = false;         // in_use is the evidence's summary, not the layout's sum
   bool reserved_from_summary = false;
-  bool in_use_at_least = false;             // in_use is a lower bound (traces::StateSummary)
+  // in_use is a lower bound: the evidence's summary says so (traces::StateSummary), or in_use is
+  // what a cut listing holds (the chunks it left out are in use or free, nobody knows).
+  bool in_use_at_least = false;
   // Free bytes inside the regions, at least: the free chunks the evidence's own summary lines show
   // beyond its listed layout (TensorFlow's bin lines and Chunk State table); absent when none do.
   std::optional<std::uint64_t> free_at_least;
@@ -49,6 +51,9 @@ struct StateFindings {
   std::uint64_t page_bytes_large = 0;
   std::uint64_t small_region_bytes = 0;
   bool layout_complete = true;
+  // The layout's chunks carry what their owners requested (traces::StateSummary): false, their
+  // requested sizes (and LOAD) are unknown, not their chunk sizes.
+  bool requested_known = true;
   std::string missing;                      // what the evidence lacks, in words
 };
 
