@@ -129,6 +129,43 @@ TEST(MemoryMapLayout, MoreCellsThanBytesAndOutsideChunks) {
   EXPECT_EQ(LayoutMemoryMap(MemoryState{}, 10).cells[3].kind, CellKind::kEmpty);
 }
 
+// A cut TensorFlow dump's uncovered ranges were laid out (and drawn) as free holes.
+// With holes_unlisted they are kUnlisted items and cells, kept visible like holes, never kFree.
+TEST(MemoryMapLayout, ACutListingsRangesAreUnlistedNotFree) {
+  MemoryState state;
+  state.regions.push_back(MakeRegion(0, 64 * kMiB, {{kMiB, 3 * kMiB}, {10 * kMiB, 256}}));
+  const MapLayout layout = LayoutMemoryMap(state, 64, {.holes_unlisted = true});
+  std::size_t unlisted_items = 0;
+  for (const MapItem& item : layout.items) {
+    EXPECT_NE(item.kind, MapItemKind::kHole);
+    unlisted_items += item.kind == MapItemKind::kUnlisted;
+  }
+  EXPECT_EQ(unlisted_items, 2u);
+  EXPECT_EQ(std::count_if(layout.cells.begin(), layout.cells.end(), [](const MapCell& c) { return c.kind == CellKind::kFree; }), 0);
+  // [1, 4) MiB is cells 1 to 3 (a MiB each); the 256 B range at 10 MiB keeps a cell of its own.
+  for (std::uint32_t c : {1u, 2u, 3u}) EXPECT_EQ(layout.cells[c].kind, CellKind::kUnlisted) << c;
+  EXPECT_EQ(layout.cells[10].kind, CellKind::kUnlisted);
+  EXPECT_EQ(layout.cells[0].kind, CellKind::kUsed);
+  EXPECT_EQ(layout.cells[11].kind, CellKind::kUsed);
+}
+
+// Without regions (an RMM log), one 256 B allocation filled every cell of the map.
+// On an axis of at least kMinCellBytes a cell, it takes one cell; the rest are empty (unknown).
+TEST(MemoryMapLayout, AllocationsWithoutRegionsKeepAScaleOfTheirOwn) {
+  MemoryState state;
+  state.outside_regions.push_back({0x30a000000, 256, 256});
+  constexpr std::uint32_t kCells = 1000;
+  EXPECT_EQ(AxisWithoutRegions(256, kCells), 256000u);
+  EXPECT_EQ(AxisWithoutRegions(1024 * kMiB, kCells), 1024 * kMiB);  // the peak when it is larger
+  const MapLayout layout = LayoutMemoryMap(state, kCells, {.min_bytes = AxisWithoutRegions(256, kCells)});
+  EXPECT_EQ(layout.total_bytes, 256000u);
+  EXPECT_EQ(layout.laid_out_bytes, 256u);
+  EXPECT_EQ(layout.cells[0].kind, CellKind::kUsed);
+  EXPECT_EQ(std::count_if(layout.cells.begin(), layout.cells.end(), [](const MapCell& c) { return c.kind == CellKind::kUsed; }), 1);
+  EXPECT_EQ(layout.cells[1].kind, CellKind::kEmpty);
+  EXPECT_EQ(layout.cells[kCells - 1].kind, CellKind::kEmpty);
+}
+
 TEST(FreeHistogram, PowerOfTwoBucketsFrom256Bytes) {
   MemoryState state;
   state.regions.push_back(MakeRegion(0, 64 * kMiB, {{0, 256}, {kMiB, 300}, {2 * kMiB, 512}, {4 * kMiB, 3 * kMiB}}));

@@ -35,7 +35,13 @@ std::uint32_t MapLayout::CellOf(std::uint64_t offset) const {
   return static_cast<std::uint32_t>(c);
 }
 
-MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells) {
+std::uint64_t AxisWithoutRegions(std::uint64_t peak_in_use, std::uint32_t cells) {
+  return std::max(peak_in_use, std::uint64_t{cells} * kMinCellBytes);
+}
+
+MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells, const MapOptions& options) {
+  const MapItemKind hole_kind = options.holes_unlisted ? MapItemKind::kUnlisted : MapItemKind::kHole;
+  const CellKind hole_cell = options.holes_unlisted ? CellKind::kUnlisted : CellKind::kFree;
   MapLayout layout;
   std::uint64_t offset = 0;
   for (std::uint32_t r = 0; r < state.regions.size(); ++r) {
@@ -53,7 +59,7 @@ MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells) {
         item.size = region.chunks[c].size;
         item.index = static_cast<std::uint32_t>(c++);
       } else {
-        item.kind = MapItemKind::kHole;
+        item.kind = hole_kind;
         item.address = region.holes[h].address;
         item.size = region.holes[h].size;
         item.index = static_cast<std::uint32_t>(h++);
@@ -70,7 +76,8 @@ MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells) {
     layout.items.push_back({offset, chunk.address, chunk.size, outside_region, i, MapItemKind::kChunk});
     offset += chunk.size;
   }
-  layout.total_bytes = offset;
+  layout.laid_out_bytes = offset;
+  layout.total_bytes = std::max(offset, options.min_bytes);
   layout.cells.assign(cells, MapCell{});
   if (cells == 0 || offset == 0 || layout.items.empty()) return layout;
 
@@ -87,7 +94,7 @@ MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells) {
     for (std::size_t j = first; j < items.size() && items[j].offset < b; ++j) {
       const std::uint64_t overlap =
           std::min(items[j].offset + items[j].size, b) - std::max(items[j].offset, a);
-      const bool hole = items[j].kind == MapItemKind::kHole;
+      const bool hole = items[j].kind != MapItemKind::kChunk;
       if (overlap > best_bytes || (overlap == best_bytes && overlap > 0 && hole)) {
         best_bytes = overlap;
         best = static_cast<std::uint32_t>(j);
@@ -95,20 +102,20 @@ MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells) {
     }
     if (best == MapCell::kNoItem) continue;  // bytes between items (should not happen: chunks tile)
     layout.cells[c].item = best;
-    layout.cells[c].kind = items[best].kind == MapItemKind::kHole ? CellKind::kFree : CellKind::kUsed;
+    layout.cells[c].kind = items[best].kind == MapItemKind::kChunk ? CellKind::kUsed : hole_cell;
   }
 
   // Pass 2: a hole that won no cell takes the cell where it has the most bytes. Only used cells
   // turn free, so no hole loses the free cell it had.
   for (std::uint32_t j = 0; j < items.size(); ++j) {
     const MapItem& hole = items[j];
-    if (hole.kind != MapItemKind::kHole) continue;
+    if (hole.kind == MapItemKind::kChunk) continue;
     const std::uint64_t end = hole.offset + hole.size;
     std::uint64_t best_bytes = 0;
     std::uint32_t best_cell = layout.CellOf(hole.offset);
     bool visible = false;
     for (std::uint64_t c = layout.CellOf(hole.offset); c < cells && layout.CellBegin(c) < end; ++c) {
-      if (layout.cells[c].kind == CellKind::kFree) {
+      if (layout.cells[c].kind == hole_cell) {
         visible = true;
         break;
       }
@@ -120,7 +127,7 @@ MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells) {
         best_cell = static_cast<std::uint32_t>(c);
       }
     }
-    if (!visible) layout.cells[best_cell] = {CellKind::kFree, j};
+    if (!visible) layout.cells[best_cell] = {hole_cell, j};
   }
   return layout;
 }

@@ -20,8 +20,10 @@ namespace fragscope::analysis {
 // ------------------------------------------------------------------------------- memory map
 
 // The regions of one MemoryState laid end to end on one byte axis (in address order, no gaps
-// between regions), then allocations outside any region. Each chunk and hole is an item.
-enum class MapItemKind : std::uint8_t { kChunk, kHole };
+// between regions), then allocations outside any region. Each chunk and hole is an item. A range
+// of a region that no listed chunk covers, in a state whose listing is cut, is kUnlisted: not
+// known to be free (MapOptions::holes_unlisted).
+enum class MapItemKind : std::uint8_t { kChunk, kHole, kUnlisted };
 struct MapItem {
   std::uint64_t offset = 0;   // on the layout's byte axis
   std::uint64_t address = 0;
@@ -31,7 +33,7 @@ struct MapItem {
   MapItemKind kind = MapItemKind::kChunk;
 };
 
-enum class CellKind : std::uint8_t { kEmpty, kUsed, kFree };
+enum class CellKind : std::uint8_t { kEmpty, kUsed, kFree, kUnlisted };
 struct MapCell {
   static constexpr std::uint32_t kNoItem = 0xffffffffu;
   CellKind kind = CellKind::kEmpty;   // kEmpty: past the end of the laid-out bytes
@@ -39,7 +41,8 @@ struct MapCell {
 };
 
 struct MapLayout {
-  std::uint64_t total_bytes = 0;
+  std::uint64_t total_bytes = 0;               // the byte axis: the items', or MapOptions::min_bytes
+  std::uint64_t laid_out_bytes = 0;            // the items' bytes on it (cells past them are kEmpty)
   std::vector<MapItem> items;                  // by offset
   std::vector<std::uint64_t> region_offsets;   // where each region starts on the byte axis
   std::vector<MapCell> cells;
@@ -49,11 +52,29 @@ struct MapLayout {
   std::uint32_t CellOf(std::uint64_t offset) const;
 };
 
+struct MapOptions {
+  // The state's listing is cut (a TensorFlow dump whose chunk list is not all in the log,
+  // StateFindings::layout_complete false): its holes are ranges the dump left out, items and cells
+  // of kind kUnlisted, never kFree.
+  bool holes_unlisted = false;
+  // The byte axis spans at least this many bytes; the cells past the items stay kEmpty. Evidence
+  // without regions (an RMM log) has its allocations end to end and nothing else: on an axis of
+  // their own bytes alone, one 256 B allocation filled the whole map as if it were a full device.
+  std::uint64_t min_bytes = 0;
+};
+
 // Lays `state` out over `cells` cells (a panel draws them row by row). Each cell shows the item
 // with the most bytes in it (a hole on a tie), except that every hole gets at least one free cell
 // among the cells it overlaps: the cell where it has the most bytes is made free when none is.
 // So a hole of any size stays visible; small chunks may vanish between holes, holes never do.
-MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells);
+// Unlisted ranges (options.holes_unlisted) are kept visible the same way.
+MapLayout LayoutMemoryMap(const MemoryState& state, std::uint32_t cells, const MapOptions& options = {});
+
+// The smallest byte axis for a map of evidence without regions (MapOptions::min_bytes): the most
+// ever in use on the device (so the map keeps one scale as the cursor moves), and at least
+// kMinCellBytes per cell, the allocator's granularity: a cell of less says nothing.
+inline constexpr std::uint64_t kMinCellBytes = 256;
+std::uint64_t AxisWithoutRegions(std::uint64_t peak_in_use, std::uint32_t cells);
 
 // ------------------------------------------------------------------------------- histogram
 
