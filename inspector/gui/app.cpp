@@ -187,7 +187,15 @@ void App::Poll() {
       std::uint64_t at = n == 0 ? 0 : n - 1;
       while (at > 0 && document_->model->event(at).device != selection_.device) --at;
       if (!document_->cursor_index.ooms().empty()) at = document_->cursor_index.ooms().front();
-      if (options_.at) at = *options_.at;
+      if (options_.at) {
+        at = *options_.at;
+        if (n > 0 && at >= n) {
+          // Not silently: the cursor lands elsewhere than asked.
+          const std::string warning = fmt::format("--at {}: past the last event ({}): the cursor is at event {}", at,
+                                                  n - 1, n - 1);
+          document_->warnings.push_back(warning);
+        }
+      }
       options_.at.reset();
       SetCursor(at);
       // On the device of the event the cursor starts on: the one that ran out of memory there
@@ -208,7 +216,14 @@ void App::Poll() {
         // background. The load kept no allocation sequence (the first frame does not wait for it):
         // read it here, as compare does.
         std::shared_ptr<const analysis::AnalysisContext> context = document_->context;
-        min_limit_job_.Start("minimal limit", [this, context, path = document_->path](Job& job) {
+        min_limit_job_.Start("minimal limit", [this, context, kind = document_->kind,
+                                               path = document_->path](Job& job) {
+          if (kind == traces::EvidenceKind::kState) {
+            // The real reason, before "no fragscope configuration" (which no dump records anyway).
+            min_limit_error_ = "a state is one moment, not a history: the smallest limit needs the order in which "
+                               "memory was allocated and freed";
+            return;
+          }
           if (!context->recorded_conf()) {
             min_limit_error_ = context->recorded_conf_error().empty()
                                    ? "the trace recorded no fragscope configuration"
@@ -405,7 +420,7 @@ void App::DrawUi() {
   }
   if (wanted("bins")) {
     place("bins", ImVec2(lw, top + th), ImVec2(w - lw, mh));
-    if (ImGui::Begin("Free holes by size (bins)", nullptr, kFlags)) histogram_.Draw(state, version, document.ReservedUnknown(selection_.device));
+    if (ImGui::Begin("Free holes by size (bins)", nullptr, kFlags)) histogram_.Draw(state, version, document.FreeMemoryAt(selection_.device, selection_.cursor));
     note_rect();
     ImGui::End();
   }

@@ -81,6 +81,7 @@ class App {
   const EventListPanel& events() const { return events_; }
   ComparePanel& compare() { return compare_; }
   WarningsPanel& warnings() { return warnings_; }
+  const ToolbarPanel& toolbar() const { return toolbar_; }
   // Where the last frame drew the compare button (to check it is inside the window).
   PixelRect compare_button() const { return compare_button_; }
   float scale() const { return scale_; }

@@ -43,16 +43,15 @@ void ComparePanel::Start(const Document& document) {
   error_.clear();
   const std::string path = document.path;
   const std::string confs[2] = {conf_text_[0], conf_text_[1]};
-  // The recorded run's limit, for a side that sets none: compared without it, a trace that ran out
-  // of memory under a 2 GiB limit showed no OOM on either side (issue 17, item 3).
-  std::optional<std::uint64_t> recorded_limit;
-  if (document.context != nullptr && document.context->recorded_conf()) {
-    recorded_limit = document.context->recorded_conf()->limit;
-  }
+  // The recorded run's limits, for a side that sets none: compared without them, a trace that ran
+  // out of memory under a 2 GiB limit showed no OOM on either side (issue 17, item 3), nor one
+  // that ran out on a 200 MiB virtual device (analysis::WithRecordedLimits).
+  std::optional<AllocConf> recorded;
+  if (document.context != nullptr) recorded = document.context->recorded_conf();
   pending_ready_ = false;
   result_ready_ = false;
   results_of_ = &document;
-  job_.Start("replaying", [this, path, recorded_limit, a = confs[0], b = confs[1]](Job& job) {
+  job_.Start("replaying", [this, path, recorded, a = confs[0], b = confs[1]](Job& job) {
     auto input = evidence::EvidenceInput::Open(path);
     const analysis::AllocationSequence sequence =
         analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
@@ -64,18 +63,14 @@ void ComparePanel::Start(const Document& document) {
     const std::string texts[2] = {a, b};
     for (int i = 0; i < 2; ++i) {
       analysis::ReplayOptions options;
-      options.conf = ParseAllocConf(texts[i]);
+      pending_limits_[i] = analysis::WithRecordedLimits(ParseAllocConf(texts[i]), recorded ? &*recorded : nullptr);
+      options.conf = pending_limits_[i].conf;
       // A blank configuration is the default policy: say so, as `fragscope compare` does.
-      std::string label = texts[i].find_first_not_of(" \t") == std::string::npos ? "default policy" : texts[i];
-      if (!options.conf.limit && recorded_limit) {
-        options.conf.limit = recorded_limit;
-        label += fmt::format(" (limit {} as recorded)", FormatBytes(*recorded_limit));
-      }
+      pending_base_[i] = texts[i].find_first_not_of(" \t") == std::string::npos ? "default policy" : texts[i];
       options.progress = [&job, i](std::uint64_t done, std::uint64_t total) {
         job.SetProgress(done + static_cast<std::uint64_t>(i) * total, 2 * total);
       };
       pending_[i] = analysis::ReplayToTimeline(sequence, options);
-      pending_[i].result.warnings.insert(pending_[i].result.warnings.begin(), label);
     }
     pending_ready_ = true;
   });
@@ -108,7 +103,8 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
   }
   if (job_.finished() && pending_ready_) {
     for (int i = 0; i < 2; ++i) {
-      sides_[i].conf = pending_[i].result.warnings.empty() ? conf_text_[i] : pending_[i].result.warnings.front();
+      sides_[i].conf = pending_base_[i];
+      sides_[i].limits = pending_limits_[i];
       sides_[i].run = std::move(pending_[i]);
       sides_[i].document.path = document.path;
       sides_[i].document.model = std::move(sides_[i].run.model);
@@ -183,7 +179,7 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
     row("as recorded", document.model->Metrics(selection.device), "-");
     for (const Side& side : sides_) {
       const analysis::DeviceReplay* d = side.run.result.Device(selection.device);
-      if (d != nullptr) row(side.conf, d->metrics, fmt::format("{:.2f} s", side.run.result.seconds));
+      if (d != nullptr) row(side.Label(selection.device), d->metrics, fmt::format("{:.2f} s", side.run.result.seconds));
     }
     ImGui::EndTable();
     ImGui::TextDisabled("overhead = peak reserved / the trace's peak LOAD (%s)%s", FormatBytes(load).c_str(),
@@ -200,7 +196,7 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
     Side& side = sides_[i];
     if (i == 1) ImGui::SameLine();
     ImGui::BeginChild(i == 0 ? "side A" : "side B", ImVec2(column_w, column_h), true);
-    ImGui::TextUnformatted(side.conf.c_str());
+    ImGui::TextUnformatted(side.Label(selection.device).c_str());
     const auto& model = *side.document.model;
     if (model.event_count() > 0) {
       if (!side.run.source_seq.empty()) {

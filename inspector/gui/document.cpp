@@ -23,6 +23,25 @@ const std::vector<analysis::OomDiagnosis>& Document::OomsOf(std::uint32_t device
   return kNoOoms;
 }
 
+const analysis::StateFindings* Document::MomentAt(std::uint32_t device, std::uint64_t cursor) const {
+  if (kind != traces::EvidenceKind::kState) return nullptr;
+  const analysis::StateFindings* last = nullptr;
+  for (const analysis::StateFindings& s : states) {
+    if (s.device != device) continue;
+    if (s.event_index >= cursor) return &s;
+    last = &s;
+  }
+  return last;
+}
+
+Document::FreeMemory Document::FreeMemoryAt(std::uint32_t device, std::uint64_t cursor) const {
+  if (kind == traces::EvidenceKind::kMessage || !messages.empty()) return FreeMemory::kMessage;
+  if (model != nullptr && ReservedUnknown(device)) return FreeMemory::kNoRegions;
+  const analysis::StateFindings* moment = MomentAt(device, cursor);
+  if (moment != nullptr && !moment->layout_complete) return FreeMemory::kUnlisted;
+  return FreeMemory::kKnown;
+}
+
 const std::string* Document::StackOf(std::uint64_t event_index) const {
   if (event_index >= event_stacks.size()) return nullptr;
   const std::uint32_t stack = event_stacks[event_index];

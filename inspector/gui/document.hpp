@@ -59,6 +59,24 @@ struct Document {
     const analysis::DeviceMetrics m = model->Metrics(device);
     return m.peak_reserved == 0 && m.peak_load > 0;
   }
+  // A state's moment that the cursor shows on `device`: the device's first moment at or after the
+  // cursor, else its last; nullptr for a history, a message, or a device with no moment.
+  const analysis::StateFindings* MomentAt(std::uint32_t device, std::uint64_t cursor) const;
+  // What the evidence tells of the free memory inside regions on `device` at `cursor`, so that the
+  // panels that draw holes never draw an unknown as free (or as "no hole").
+  enum class FreeMemory {
+    kKnown,      // the regions' holes are free memory
+    kNoRegions,  // allocations without regions (ReservedUnknown): free memory unknown
+    kUnlisted,   // a state whose listing is cut: its holes are ranges left out of the dump
+    kMessage,    // an error message: numbers, no layout (the OOM panel has them)
+  };
+  FreeMemory FreeMemoryAt(std::uint32_t device, std::uint64_t cursor) const;
+  // The live allocations' requested sizes are unknown (a TensorFlow dump that prints chunk sizes
+  // only): LOAD and each requested size are "-", never the chunk sizes they were laid out with.
+  bool RequestedUnknown(std::uint32_t device, std::uint64_t cursor) const {
+    const analysis::StateFindings* moment = MomentAt(device, cursor);
+    return moment != nullptr && !moment->requested_known;
+  }
 };
 
 // Reads a trace of any format (by content) into a Document; `progress` gets (done, total).

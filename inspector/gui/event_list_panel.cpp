@@ -1,6 +1,8 @@
 // EventListPanel: the selected device's events around the cursor. (panels.hpp)
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "fragscope/allocator/size.hpp"
 #include "panels.hpp"
 
@@ -8,6 +10,23 @@ namespace fragscope::gui {
 
 void EventListPanel::Draw(const Document& document, Selection& selection) {
   const auto& model = *document.model;
+  state_note_.clear();
+  if (document.kind == traces::EvidenceKind::kState) {
+    // A state's events only lay the moment out (DESIGN.md: never drawn as an invented history):
+    // what the evidence is, instead of ~600 rows of "alloc at 0x... ms 0.000".
+    rows_.clear();
+    cursor_row_ = -1;
+    document_ = nullptr;
+    const analysis::StateFindings* moment = document.MomentAt(selection.device, selection.cursor);
+    state_note_ = moment != nullptr
+                      ? fmt::format("A state: {} live block{} on device {} at one moment ({}), not a history of "
+                                    "events. The live table and the memory map show them.",
+                                    moment->chunks, moment->chunks == 1 ? "" : "s", selection.device, moment->moment)
+                      : fmt::format("A state: one moment, not a history of events; device {} has no moment in it.",
+                                    selection.device);
+    ImGui::TextWrapped("%s", state_note_.c_str());
+    return;
+  }
   if (model.event_count() == 0) {
     ImGui::TextDisabled("no events");
     return;

@@ -11,10 +11,41 @@
 
 namespace fragscope::gui {
 
-void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t state_version, bool regions_unknown) {
+void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t state_version,
+                          Document::FreeMemory free_memory) {
+  using FreeMemory = Document::FreeMemory;
   if (version_ != state_version) {
-    buckets_ = analysis::FreeSizeHistogram(state);
+    // Holes are bins only where they are free memory.
+    buckets_ = free_memory == FreeMemory::kKnown ? analysis::FreeSizeHistogram(state) : std::vector<analysis::SizeBucket>{};
     version_ = state_version;
+  }
+  switch (free_memory) {
+    case FreeMemory::kKnown:
+      canvas_note_ = "no free holes at the cursor";
+      summary_ = fmt::format("free in regions {}, largest hole {}, external fragmentation {:.2f}",
+                             FormatBytes(state.free_in_regions), FormatBytes(state.largest_hole),
+                             ExternalFragmentation(state.largest_hole, state.free_in_regions));
+      break;
+    case FreeMemory::kNoRegions:
+      // Allocations and no region (a profiler trace, an RMM log): not "0 B free" but unknown.
+      canvas_note_ = "the evidence records no regions: no holes to show";
+      summary_ = "no regions recorded: free memory unknown";
+      break;
+    case FreeMemory::kUnlisted: {
+      std::uint64_t unlisted = 0;
+      for (const auto& region : state.regions) {
+        for (const auto& hole : region.holes) unlisted += hole.size;
+      }
+      canvas_note_ = fmt::format("the dump's chunk list is cut: {} of its regions is not listed, in use or free (not "
+                                 "known), so no range is known to be a free hole",
+                                 FormatBytes(unlisted));
+      summary_ = "free in regions unknown, largest hole unknown, external fragmentation unknown";
+      break;
+    }
+    case FreeMemory::kMessage:
+      canvas_note_ = "an error message has numbers, no layout: no holes to sort into bins";
+      summary_ = "its free bytes and largest free block, where it gives them, are in the out-of-memory panel";
+      break;
   }
   ImGui::Checkbox("by bytes (else by count)", &by_bytes_);
   ImGui::SameLine();
@@ -28,8 +59,8 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
   label_rects_.clear();
   label_texts_.clear();
   if (buckets_.empty()) {
-    draw->AddText(ImVec2(x0 + 8, y0 + 8), IM_COL32(200, 200, 200, 255),
-                  regions_unknown ? "the evidence records no regions: no holes to show" : "no free holes at the cursor");
+    draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(x0 + 8, y0 + 8), IM_COL32(200, 200, 200, 255),
+                  canvas_note_.c_str(), nullptr, width - 16);
   } else {
     std::uint64_t top = 1;
     for (const auto& b : buckets_) top = std::max(top, by_bytes_ ? b.bytes : b.count);
@@ -75,13 +106,10 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
     }
   }
   ImGui::Dummy(ImVec2(width, height));
-  if (regions_unknown && state.regions.empty()) {
-    // Allocations and no region (a profiler trace, an RMM log): not "0 B free" but unknown.
-    ImGui::TextDisabled("no regions recorded: free memory unknown");
+  if (free_memory == FreeMemory::kKnown) {
+    ImGui::TextUnformatted(summary_.c_str());
   } else {
-    ImGui::Text("free in regions %s, largest hole %s, external fragmentation %.2f",
-                FormatBytes(state.free_in_regions).c_str(), FormatBytes(state.largest_hole).c_str(),
-                ExternalFragmentation(state.largest_hole, state.free_in_regions));
+    ImGui::TextDisabled("%s", summary_.c_str());
   }
 }
 

@@ -18,6 +18,7 @@ std::string Hex(std::uint64_t value) { return fmt::format("0x{:x}", value); }
 
 void LiveTablePanel::Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
                           std::uint64_t state_version) {
+  requested_known_ = !document.RequestedUnknown(selection.device, selection.cursor);
   ImGui::SetNextItemWidth(Px(150));
   int grouping = static_cast<int>(grouping_);
   if (ImGui::Combo("##group", &grouping, "each allocation\0by tag\0by call site\0")) {
@@ -47,7 +48,13 @@ void LiveTablePanel::Draw(const Document& document, Selection& selection, const 
   ImGui::Text("%zu live allocations", rows_.size());
   constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
                                      ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersOuter;
-  if (!ImGui::BeginTable("live", 6, kFlags)) return;
+  // A state's events only lay its moment out: an age in events and an allocating event would be
+  // numbers of that invented order, so its table has neither column. A dump that gives no requested
+  // sizes shows "-" for them, not the chunk sizes it was laid out with.
+  const bool is_state = document.kind == traces::EvidenceKind::kState;
+  columns_ = is_state ? std::vector<std::string>{"address", "size", "requested", "tag"}
+                   : std::vector<std::string>{"address", "size", "requested", "age (events)", "tag", "alloc event"};
+  if (!ImGui::BeginTable(is_state ? "live state" : "live", static_cast<int>(columns_.size()), kFlags)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
   // Numbers get the width they need; the tag (often a long module path) gets the rest (issue 17,
   // item 4: tags were cut to a sixth of the table).
@@ -57,11 +64,15 @@ void LiveTablePanel::Draw(const Document& document, Selection& selection, const 
                                       ImGuiTableColumnFlags_PreferSortDescending, fixed("1023.99 MiB"), 1);
   ImGui::TableSetupColumn("requested", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_PreferSortDescending,
                           fixed("1023.99 MiB"), 2);
-  ImGui::TableSetupColumn("age (events)", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_PreferSortDescending,
-                          fixed("age (events)"), 3);
+  if (!is_state) {
+    ImGui::TableSetupColumn("age (events)", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_PreferSortDescending,
+                            fixed("age (events)"), 3);
+  }
   ImGui::TableSetupColumn("tag", ImGuiTableColumnFlags_WidthStretch, 0, 4);
-  ImGui::TableSetupColumn("alloc event", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort,
-                          fixed("alloc event"), 5);
+  if (!is_state) {
+    ImGui::TableSetupColumn("alloc event", ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoSort,
+                            fixed("alloc event"), 5);
+  }
   ImGui::TableHeadersRow();
   if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs != nullptr && specs->SpecsDirty) {
     if (specs->SpecsCount > 0) {
@@ -96,14 +107,18 @@ void LiveTablePanel::Draw(const Document& document, Selection& selection, const 
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(FormatBytes(row.chunk.size).c_str());
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(FormatBytes(row.chunk.requested).c_str());
-      ImGui::TableNextColumn();
-      ImGui::Text("%llu", static_cast<unsigned long long>(row.age));
+      ImGui::TextUnformatted(requested_known_ ? FormatBytes(row.chunk.requested).c_str() : "-");
+      if (!is_state) {
+        ImGui::TableNextColumn();
+        ImGui::Text("%llu", static_cast<unsigned long long>(row.age));
+      }
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(row.tag.empty() ? "-" : row.tag.c_str());
       if (!row.tag.empty() && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", row.tag.c_str());
-      ImGui::TableNextColumn();
-      ImGui::Text("%llu", static_cast<unsigned long long>(row.chunk.alloc_event));
+      if (!is_state) {
+        ImGui::TableNextColumn();
+        ImGui::Text("%llu", static_cast<unsigned long long>(row.chunk.alloc_event));
+      }
     }
   }
   ImGui::EndTable();
@@ -144,7 +159,7 @@ void LiveTablePanel::DrawGroups() {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(FormatBytes(group.bytes).c_str());
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(FormatBytes(group.requested).c_str());
+      ImGui::TextUnformatted(requested_known_ ? FormatBytes(group.requested).c_str() : "-");
       ImGui::TableNextColumn();
       ImGui::Text("%.1f %%", groups_in_use_ == 0 ? 0.0 : 100.0 * static_cast<double>(group.bytes) /
                                                             static_cast<double>(groups_in_use_));

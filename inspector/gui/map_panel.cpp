@@ -29,6 +29,7 @@ ImU32 MemoryMapPanel::ColourOf(const Document& document, const Selection& select
                                const analysis::MemoryState& state, const analysis::MapItem& item) const {
   (void)document;
   if (item.kind == analysis::MapItemKind::kHole) return colours::kFree;
+  if (item.kind == analysis::MapItemKind::kUnlisted) return colours::kUnlisted;
   const analysis::LiveChunk& chunk = item.region < state.regions.size()
                                          ? state.regions[item.region].chunks[item.index]
                                          : state.outside_regions[item.index];
@@ -74,12 +75,24 @@ void MemoryMapPanel::DrawSelected(const Document& document, Selection& selection
     free_version_ = state_version;
     free_address_ = chunk->address;
   }
+  const std::string requested = document.RequestedUnknown(selection.device, selection.cursor)
+                                    ? std::string("-")
+                                    : FormatBytes(chunk->requested);
+  const std::string tag = chunk->tag == traces::kNoTag ? "no tag" : document.model->TagName(chunk->tag);
+  free_button_ = {};
+  if (document.kind == traces::EvidenceKind::kState) {
+    // A state's events only lay the moment out: no allocation or free to go to.
+    const std::string line = fmt::format("selected {:#x}, {} (requested {}); {}", chunk->address,
+                                         FormatBytes(chunk->size), requested, tag);
+    ImGui::TextUnformatted(line.c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", line.c_str());
+    return;
+  }
   // The buttons first: the line after them may run past the panel, they may not (issue 17, item 4).
   if (ImGui::SmallButton("go to alloc")) {
     selection.cursor = chunk->alloc_event;
     selection.follow_cursor = true;
   }
-  free_button_ = {};
   if (free_event_) {
     ImGui::SameLine();
     if (ImGui::SmallButton("go to free")) {
@@ -98,12 +111,57 @@ void MemoryMapPanel::DrawSelected(const Document& document, Selection& selection
   } else {
     freed = fmt::format("not freed in the next {} events", kFreeLookahead);
   }
-  const std::string tag = chunk->tag == traces::kNoTag ? "no tag" : document.model->TagName(chunk->tag);
   const std::string line = fmt::format("selected {:#x}, {} (requested {}), allocated at event {}, {}; {}", chunk->address,
-                                       FormatBytes(chunk->size), FormatBytes(chunk->requested), chunk->alloc_event,
-                                       freed, tag);
+                                       FormatBytes(chunk->size), requested, chunk->alloc_event, freed, tag);
   ImGui::TextUnformatted(line.c_str());
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", line.c_str());
+}
+
+void MemoryMapPanel::DrawHeader(const Document& document, const analysis::MemoryState& state,
+                                Document::FreeMemory free_memory) {
+  std::uint64_t holes = 0;
+  for (const auto& region : state.regions) holes += region.holes.size();
+  const std::string load = document.model != nullptr && document.RequestedUnknown(state.device, state.event_index)
+                               ? std::string("unknown (the dump gives no requested sizes)")
+                               : FormatBytes(state.live_requested);
+  // A state is one moment, named as its evidence names it; a history's moment is an event.
+  const analysis::StateFindings* moment =
+      document.model != nullptr ? document.MomentAt(state.device, state.event_index) : nullptr;
+  const std::string when = moment != nullptr ? fmt::format("device {}, {}", state.device, moment->moment)
+                                             : fmt::format("event {}", state.event_index);
+  if (free_memory == Document::FreeMemory::kNoRegions && state.regions.empty()) {
+    // No regions recorded (a profiler trace, an RMM log): "0 regions, reserved 0 B" would read as
+    // an empty device, and allocations stretched over the whole map as a full one.
+    header_ = fmt::format("{}: in use {}, LOAD {}; the evidence records no regions, so reserved memory and its holes "
+                          "are unknown. Below: the live allocations by address, end to end, on a scale of the most "
+                          "ever in use ({}, at least {} a cell); what lies between them is unknown",
+                          when, FormatBytes(state.in_use), load,
+                          FormatBytes(document.model->Metrics(state.device).peak_in_use),
+                          FormatBytes(analysis::kMinCellBytes));
+  } else if (free_memory == Document::FreeMemory::kUnlisted) {
+    // A cut dump: the ranges no listed chunk covers were left out of the log, in use or free.
+    std::uint64_t unlisted = 0;
+    for (const auto& region : state.regions) {
+      for (const auto& hole : region.holes) unlisted += hole.size;
+    }
+    header_ = fmt::format("{}: {} region(s) listed ({}), in use at least {}, LOAD {}; {} in {} range(s) not listed in "
+                          "the dump (its chunk list is cut: not known to be free)",
+                          when, state.regions.size(), FormatBytes(state.reserved), FormatBytes(state.in_use), load,
+                          FormatBytes(unlisted), holes);
+  } else {
+    header_ = fmt::format("{}: {} regions, reserved {}, in use {}, LOAD {}, {} holes ({} free, largest {})", when,
+                          state.regions.size(), FormatBytes(state.reserved), FormatBytes(state.in_use), load, holes,
+                          FormatBytes(state.free_in_regions), FormatBytes(state.largest_hole));
+  }
+  // Wrapped: in a compare side (half the width) the line did not fit and lost its end (issue 17, item 3).
+  ImGui::TextWrapped("%s", header_.c_str());
+  if (free_memory == Document::FreeMemory::kUnlisted) {
+    Swatch(colours::kUsed);
+    ImGui::TextUnformatted("in use");
+    ImGui::SameLine();
+    Swatch(colours::kUnlisted);
+    ImGui::TextUnformatted("not listed in the dump (in use or free: not known)");
+  }
 }
 
 void MemoryMapPanel::Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
@@ -114,23 +172,9 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
                        "in the out-of-memory panel.");
     return;
   }
-  std::uint64_t holes = 0;
-  for (const auto& region : state.regions) holes += region.holes.size();
-  if (document.model != nullptr && state.regions.empty() && document.ReservedUnknown(state.device)) {
-    // No regions recorded (a profiler trace, an RMM log): "0 regions, reserved 0 B" would read as
-    // an empty device.
-    ImGui::TextWrapped("event %llu: in use %s, LOAD %s; the evidence records no regions, so reserved memory and "
-                       "its holes are unknown (allocations are drawn by address below)",
-                       static_cast<unsigned long long>(state.event_index), FormatBytes(state.in_use).c_str(),
-                       FormatBytes(state.live_requested).c_str());
-  } else {
-  // Wrapped: in a compare side (half the width) the line did not fit and lost its end (issue 17, item 3).
-  ImGui::TextWrapped("event %llu: %zu regions, reserved %s, in use %s, LOAD %s, %llu holes (%s free, largest %s)",
-              static_cast<unsigned long long>(state.event_index), state.regions.size(),
-              FormatBytes(state.reserved).c_str(), FormatBytes(state.in_use).c_str(),
-              FormatBytes(state.live_requested).c_str(), static_cast<unsigned long long>(holes),
-              FormatBytes(state.free_in_regions).c_str(), FormatBytes(state.largest_hole).c_str());
-  }
+  const Document::FreeMemory free_memory =
+      document.model != nullptr ? document.FreeMemoryAt(state.device, state.event_index) : Document::FreeMemory::kKnown;
+  DrawHeader(document, state, free_memory);
   row_height_ = static_cast<int>(Px(kRowHeight));
   row_gap_ = static_cast<int>(Px(kRowGap));
   const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -144,7 +188,12 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
                   static_cast<int>(y0) + rows * row_pitch()};
   const auto cells = static_cast<std::uint32_t>(width * rows);
   if (layout_version_ != state_version || layout_cells_ != cells) {
-    layout_ = analysis::LayoutMemoryMap(state, cells);
+    analysis::MapOptions options;
+    options.holes_unlisted = free_memory == Document::FreeMemory::kUnlisted;
+    if (free_memory == Document::FreeMemory::kNoRegions) {
+      options.min_bytes = analysis::AxisWithoutRegions(document.model->Metrics(state.device).peak_in_use, cells);
+    }
+    layout_ = analysis::LayoutMemoryMap(state, cells, options);
     layout_version_ = state_version;
     layout_cells_ = cells;
   }
@@ -175,7 +224,9 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
         if (x < width) {
           const analysis::MapCell& cell = layout_.cells[static_cast<std::size_t>(r * width + x)];
           if (cell.kind != analysis::CellKind::kEmpty) {
-            colour = cell.kind == analysis::CellKind::kFree ? colours::kFree : item_colour[cell.item];
+            colour = cell.kind == analysis::CellKind::kUsed   ? item_colour[cell.item]
+                     : cell.kind == analysis::CellKind::kFree ? colours::kFree
+                                                              : colours::kUnlisted;
             has = true;
           }
         }
@@ -228,20 +279,29 @@ void MemoryMapPanel::Draw(const Document& document, Selection& selection, const 
         layout_.cells[c].item != analysis::MapCell::kNoItem) {
       const analysis::MapItem& item = layout_.items[layout_.cells[c].item];
       ImGui::BeginTooltip();
-      if (item.kind == analysis::MapItemKind::kHole) {
-        ImGui::Text("free hole at 0x%llx", static_cast<unsigned long long>(item.address));
+      if (item.kind != analysis::MapItemKind::kChunk) {
+        ImGui::Text(item.kind == analysis::MapItemKind::kHole ? "free hole at 0x%llx"
+                                                              : "not listed in the dump, at 0x%llx",
+                    static_cast<unsigned long long>(item.address));
         ImGui::Text("size %s (%llu B)", FormatBytes(item.size).c_str(), static_cast<unsigned long long>(item.size));
+        if (item.kind == analysis::MapItemKind::kUnlisted) {
+          ImGui::TextDisabled("the dump's chunk list is cut: in use or free, not known");
+        }
       } else {
         const analysis::LiveChunk& chunk = item.region < state.regions.size()
                                                ? state.regions[item.region].chunks[item.index]
                                                : state.outside_regions[item.index];
         ImGui::Text("allocation at 0x%llx", static_cast<unsigned long long>(chunk.address));
-        ImGui::Text("size %s, requested %s", FormatBytes(chunk.size).c_str(), FormatBytes(chunk.requested).c_str());
+        ImGui::Text("size %s, requested %s", FormatBytes(chunk.size).c_str(),
+                    document.RequestedUnknown(state.device, state.event_index) ? "unknown"
+                                                                               : FormatBytes(chunk.requested).c_str());
         ImGui::Text("tag %s", chunk.tag == traces::kNoTag ? "(none)" : document.model->TagName(chunk.tag).c_str());
-        ImGui::Text("allocated at event %llu (%llu events ago), stream %llu",
-                    static_cast<unsigned long long>(chunk.alloc_event),
-                    static_cast<unsigned long long>(state.event_index - std::min(state.event_index, chunk.alloc_event)),
-                    static_cast<unsigned long long>(chunk.stream));
+        if (document.kind != traces::EvidenceKind::kState) {  // a state's events only lay it out
+          ImGui::Text("allocated at event %llu (%llu events ago), stream %llu",
+                      static_cast<unsigned long long>(chunk.alloc_event),
+                      static_cast<unsigned long long>(state.event_index - std::min(state.event_index, chunk.alloc_event)),
+                      static_cast<unsigned long long>(chunk.stream));
+        }
         if (const std::string* stack = document.StackOf(chunk.alloc_event)) {
           // The allocating call stack: the user's frames, innermost first; Shift shows every frame.
           ImGui::Separator();

@@ -125,16 +125,21 @@ void OomPanel::Draw(const Document& document, Selection& selection) {
   shown_ = shown;
   const analysis::OomDiagnosis& oom = ooms[shown];
   const auto& n = oom.report.numbers;
-  ImGui::Text("OOM %zu of %zu, at event %llu", shown + 1, ooms.size(), static_cast<unsigned long long>(oom.event_index));
-  ImGui::SameLine();
-  if (ImGui::SmallButton("go to")) {
-    selection.cursor = oom.event_index;
-    selection.follow_cursor = true;
-  }
-  ImGui::SameLine();
-  if (ImGui::SmallButton("next (o)")) {
-    selection.cursor = document.cursor_index.NextOom(selection.cursor);
-    selection.follow_cursor = true;
+  if (const analysis::StateFindings* moment = document.MomentAt(selection.device, oom.event_index)) {
+    // A state's OOM has no event position (`fragscope report` gives none): it is its moment's.
+    ImGui::Text("OOM %zu of %zu, %s", shown + 1, ooms.size(), moment->moment.c_str());
+  } else {
+    ImGui::Text("OOM %zu of %zu, at event %llu", shown + 1, ooms.size(), static_cast<unsigned long long>(oom.event_index));
+    ImGui::SameLine();
+    if (ImGui::SmallButton("go to")) {
+      selection.cursor = oom.event_index;
+      selection.follow_cursor = true;
+    }
+    ImGui::SameLine();
+    if (ImGui::SmallButton("next (o)")) {
+      selection.cursor = document.cursor_index.NextOom(selection.cursor);
+      selection.follow_cursor = true;
+    }
   }
   ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 120, 120, 255));
   ImGui::TextWrapped("Cause: %s", std::string(traces::ToString(n.cause)).c_str());
@@ -182,7 +187,8 @@ void OomPanel::Draw(const Document& document, Selection& selection) {
 
   // The request against the holes nearest in size: does any come close?
   ImGui::Separator();
-  ImGui::TextUnformatted("The request (red) against the holes nearest in size (green):");
+  ImGui::TextUnformatted(oom.nearest_holes.empty() ? "The request (red):"
+                                                   : "The request (red) against the holes nearest in size (green):");
   const std::uint64_t want = n.rounded != 0 ? n.rounded : n.request;
   std::uint64_t top = std::max<std::uint64_t>(want, 1);
   for (const auto& hole : oom.nearest_holes) top = std::max(top, hole.size);
@@ -205,7 +211,23 @@ void OomPanel::Draw(const Document& document, Selection& selection) {
   bars_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0 + width),
                 static_cast<int>(y0 + pitch * static_cast<float>(row))};
   ImGui::Dummy(ImVec2(width + 150, pitch * static_cast<float>(row)));
-  if (oom.nearest_holes.empty()) ImGui::TextDisabled("(no free hole at that moment)");
+  holes_note_.clear();
+  if (oom.nearest_holes.empty()) {
+    // "No free hole" only where free memory is known: an RMM log or a profiler trace records no
+    // regions, a cut dump leaves ranges out.
+    switch (document.FreeMemoryAt(selection.device, oom.event_index)) {
+      case Document::FreeMemory::kNoRegions:
+        holes_note_ = "(free holes unknown: the evidence records no regions)";
+        break;
+      case Document::FreeMemory::kUnlisted:
+        holes_note_ = "(free holes unknown: the dump's chunk list is cut, so no range is known to be free)";
+        break;
+      default:
+        holes_note_ = "(no free hole at that moment)";
+        break;
+    }
+    ImGui::TextDisabled("%s", holes_note_.c_str());
+  }
 }
 
 }  // namespace fragscope::gui

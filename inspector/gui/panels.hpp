@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "fragscope/analysis/active_memory.hpp"
 #include "fragscope/analysis/event_list.hpp"
 #include "fragscope/analysis/live_groups.hpp"
+#include "fragscope/analysis/recorded_limits.hpp"
 
 namespace fragscope::gui {
 
@@ -25,6 +27,15 @@ namespace fragscope::gui {
 // font in use (`view --scale`, or the monitor's content scale), so a HiDPI screen gets a layout as
 // large as its text.
 inline float Px(float logical) { return std::round(logical * ImGui::GetFontSize() / 13.0f); }
+
+// A legend's colour square on the current line, the next item beside it.
+inline void Swatch(ImU32 colour) {
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  const float side = ImGui::GetTextLineHeight() - 2;
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(at.x, at.y + 4), ImVec2(at.x + side, at.y + 4 + side), colour);
+  ImGui::Dummy(ImVec2(side, side));
+  ImGui::SameLine();
+}
 
 struct PixelRect {
   int x0 = 0, y0 = 0, x1 = 0, y1 = 0;  // [x0, x1) x [y0, y1); empty when not drawn
@@ -35,6 +46,8 @@ struct PixelRect {
 namespace colours {
 inline constexpr ImU32 kBackground = IM_COL32(24, 24, 28, 255);
 inline constexpr ImU32 kFree = IM_COL32(60, 220, 90, 255);
+// A range a cut dump left out (not known to be free): neither free nor in use.
+inline constexpr ImU32 kUnlisted = IM_COL32(120, 112, 128, 255);
 inline constexpr ImU32 kUsed = IM_COL32(70, 110, 200, 255);
 inline constexpr ImU32 kReserved = IM_COL32(240, 150, 40, 255);
 inline constexpr ImU32 kInUse = IM_COL32(80, 140, 250, 255);
@@ -71,6 +84,16 @@ class TimelinePanel {
   // Where the last frame shaded the events that only reconstruct what was live before recording
   // started (a PyTorch snapshot's start); empty when none are in view.
   PixelRect reconstructed_rect() const { return reconstructed_rect_; }
+  // Every label the last frame wrote on the plot (the y values, the fragmentation scale, the
+  // limit, the markers' names), each with its rectangle: none overlaps another.
+  const std::vector<std::pair<std::string, PixelRect>>& plot_labels() const { return plot_labels_; }
+  // What the last frame said in place of a timeline (a state's findings, title first).
+  const std::vector<std::string>& moment_lines() const { return moment_lines_; }
+  // The OOM lines the last frame drew: pixel columns, the selected device's OOMs only.
+  const std::vector<int>& oom_columns() const { return oom_columns_; }
+  // What the minimap draws: the reserved series, or in use where reserved is unknown (then its
+  // note says so).
+  const std::string& minimap_note() const { return minimap_note_; }
   // The markers and annotations the last frame drew (step markers are ticks, not here): the pixel
   // column of each line, and the names written at the top, each with its rectangle.
   const std::vector<int>& marker_columns() const { return marker_columns_; }
@@ -125,6 +148,20 @@ class TimelinePanel {
   // Markers and annotations in view: a line each (at most one per pixel column), named at the top
   // where the name fits beside the last one; the rest are named by the hover tooltip.
   void DrawMarkers(const Document& document, const Selection& selection, float x0, float y0, float y1, int width);
+  // A label of `size` at the first of `candidates` (top left corners) that stays inside the plot
+  // and clear of every label placed this frame; recorded in plot_labels_. Nothing when none is.
+  std::optional<ImVec2> PlaceLabel(std::initializer_list<ImVec2> candidates, ImVec2 size, const char* text = nullptr);
+  // The y values at quarters of the scale, the fragmentation scale and the limit, placed in turn.
+  void DrawPlotLabels(float x0, float y0, float y1, float plot_h, int width);
+  // The pixel row of `bytes` on a plot of height plot_h ending at row y1, under the y scale y_max_.
+  float RowOf(std::uint64_t bytes, float y1, float plot_h) const {
+    const double f = static_cast<double>(bytes) / static_cast<double>(y_max_);
+    return static_cast<float>(std::round(static_cast<double>(y1) - f * plot_h));
+  }
+  std::vector<std::pair<std::string, PixelRect>> plot_labels_;
+  std::vector<std::string> moment_lines_;
+  std::vector<int> oom_columns_;
+  std::string minimap_note_;
   PixelRect plot_rect_;
   PixelCanvas plot_canvas_, minimap_canvas_;
   std::vector<int> marker_columns_;
@@ -190,6 +227,8 @@ class MemoryMapPanel {
   int row_gap() const { return row_gap_; }
   int row_pitch() const { return row_height_ + row_gap_; }
   const analysis::MapLayout& layout() const { return layout_; }
+  // The line above the map as last drawn (what it says of the moment).
+  const std::string& header() const { return header_; }
   // The free event of the selected chunk, when found (shown with a "go to free" button).
   std::optional<std::uint64_t> selected_free_event() const { return free_event_; }
   // Where the last frame drew the "go to free" button (empty when none).
@@ -201,6 +240,9 @@ class MemoryMapPanel {
  private:
   ImU32 ColourOf(const Document& document, const Selection& selection, const analysis::MemoryState& state,
                  const analysis::MapItem& item) const;
+  // The line above the map: the moment, its numbers, and what is unknown about it (with a legend
+  // where a cut dump leaves ranges unlisted).
+  void DrawHeader(const Document& document, const analysis::MemoryState& state, Document::FreeMemory free_memory);
   void DrawSelected(const Document& document, Selection& selection, const analysis::MemoryState& state,
                     std::uint64_t state_version);
   static constexpr std::uint64_t kFreeLookahead = 2000000;
@@ -216,6 +258,7 @@ class MemoryMapPanel {
     bool operator==(const CanvasKey&) const = default;
   };
   CanvasKey canvas_key_;  // what canvas_ shows
+  std::string header_;
   int row_height_ = kRowHeight, row_gap_ = kRowGap;
   analysis::MapLayout layout_;
   std::optional<std::uint64_t> free_event_;
@@ -233,6 +276,8 @@ class LiveTablePanel {
   void Draw(const Document& document, Selection& selection, const analysis::MemoryState& state,
             std::uint64_t state_version);
   std::size_t row_count() const { return rows_.size(); }
+  // The columns of the last table drawn, by name.
+  const std::vector<std::string>& columns() const { return columns_; }
   // Grouped: the live set by tag or by the user's frame, with totals (analysis::GroupLive).
   enum class Grouping : int { kNone, kTag, kFrame };
   void SetGrouping(Grouping grouping) { grouping_ = grouping; dirty_ = true; }
@@ -250,6 +295,8 @@ class LiveTablePanel {
   std::uint64_t rows_version_ = ~std::uint64_t{0};
   bool dirty_ = true;
   std::vector<analysis::LiveRow> rows_;
+  std::vector<std::string> columns_;
+  bool requested_known_ = true;
 };
 
 // The selected device's events around the cursor, in words, with what each left in use and
@@ -262,9 +309,12 @@ class EventListPanel {
   // The row of the cursor's event; -1 when it is another device's event (then the rows are the
   // selected device's on either side of it).
   int cursor_row() const { return cursor_row_; }
+  // For a state: what the panel says instead of listing the events that lay the moment out.
+  const std::string& state_note() const { return state_note_; }
   static constexpr std::size_t kAround = 200;  // events listed on each side of the cursor
 
  private:
+  std::string state_note_;
   std::vector<analysis::EventRow> rows_;
   const Document* document_ = nullptr;
   std::uint32_t device_ = 0xffffffffu;
@@ -276,9 +326,14 @@ class EventListPanel {
 // Free holes by size class (the allocator's bins) at the cursor.
 class HistogramPanel {
  public:
-  // `regions_unknown`: the evidence records no regions (Document::ReservedUnknown): free memory is
-  // unknown, not 0.
-  void Draw(const analysis::MemoryState& state, std::uint64_t state_version, bool regions_unknown = false);
+  // `free_memory`: what the evidence tells of free memory (Document::FreeMemoryAt). Where it tells
+  // nothing (no regions, a cut dump's unlisted ranges, an error message) there are no bins and the
+  // numbers are unknown, never "0 B" or "no free holes".
+  void Draw(const analysis::MemoryState& state, std::uint64_t state_version,
+            Document::FreeMemory free_memory = Document::FreeMemory::kKnown);
+  // The lines last drawn in the canvas (when no bars) and under it.
+  const std::string& canvas_note() const { return canvas_note_; }
+  const std::string& summary() const { return summary_; }
   PixelRect canvas_rect() const { return canvas_rect_; }
   const std::vector<analysis::SizeBucket>& buckets() const { return buckets_; }
   // Where the last frame wrote the bin labels (they never overlap).
@@ -292,6 +347,7 @@ class HistogramPanel {
   std::vector<analysis::SizeBucket> buckets_;
   std::uint64_t version_ = ~std::uint64_t{0};
   bool by_bytes_ = false;
+  std::string canvas_note_, summary_;
 };
 
 // The OOM at (or next after) the cursor in plain words, the request drawn against the largest
@@ -303,6 +359,8 @@ class OomPanel {
   std::size_t shown_oom() const { return shown_; }  // index into the device's OOMs; SIZE_MAX: none
   std::size_t messages_drawn() const { return messages_drawn_; }  // error messages explained last frame
   std::size_t stack_frames() const { return stack_frames_; }  // frames of the failed request shown
+  // What the last frame said where no hole was drawn beside the request (empty when holes were).
+  const std::string& holes_note() const { return holes_note_; }
 
  private:
   // An error message has numbers, no events: each message's diagnosis, as `fragscope report` says it.
@@ -312,6 +370,7 @@ class OomPanel {
   std::size_t messages_drawn_ = 0;
   std::size_t stack_frames_ = 0;
   std::size_t shown_ = static_cast<std::size_t>(-1);
+  std::string holes_note_;
 };
 
 // The trace replayed under two configurations, side by side, with the table of `fragscope compare`.
@@ -327,14 +386,21 @@ class ComparePanel {
   // What a side's replay met and was called (its configuration, and the recorded limit when it
   // was applied), and why no replay ran; for tests.
   std::uint64_t side_ooms(int side) const;
-  const std::string& side_label(int side) const { return sides_[side].conf; }
+  // A side's configuration as the table names it on `device`, with the recorded limit it was given.
+  std::string side_label(int side, std::uint32_t device = 0) const { return sides_[side].Label(device); }
+  // The limit a side's replay ran `device` under, when it was the recorded one (carried).
+  std::optional<std::uint64_t> side_recorded_limit(int side, std::uint32_t device) const {
+    return sides_[side].limits.LimitOf(device);
+  }
   const std::string& error() const { return error_; }
   // The overhead column as last drawn ("as recorded" first, then side A and B): "1.04", "0.39*".
   const std::vector<std::string>& overhead_texts() const { return overhead_texts_; }
 
  private:
   struct Side {
-    std::string conf;
+    std::string conf;                 // as given ("default policy" for a blank one)
+    analysis::RecordedLimits limits;  // the recorded limits it was given, if any
+    std::string Label(std::uint32_t device) const { return conf + limits.Note(device); }
     analysis::ReplayTimeline run;   // its model moves into `document`
     Document document;
     TimelinePanel timeline;
@@ -349,6 +415,8 @@ class ComparePanel {
   Job job_;
   // Results of the job, moved into sides_ on the UI thread once it finished.
   analysis::ReplayTimeline pending_[2];
+  std::string pending_base_[2];
+  analysis::RecordedLimits pending_limits_[2];
   // The trace's own peak LOAD per device (the sequence's, as `fragscope compare` measures every row
   // against): written by the job with pending_, shown once ready.
   std::map<std::uint32_t, std::uint64_t> pending_load_, sequence_load_;
@@ -390,9 +458,12 @@ class ToolbarPanel {
   // line's buttons, so a long path never pushes them out of the window.
   void DrawStatus(const Document& document, const Selection& selection);
   void DrawError(const std::string& load_error);
+  // The status line's text as last drawn (the file, what it holds, the cursor), without the keys.
+  const std::string& status() const { return status_; }
 
  private:
   std::string path_;
+  std::string status_;
 };
 
 }  // namespace fragscope::gui

@@ -1,7 +1,6 @@
 // Memory over time, drawn from the model's min/max level of detail: one column per pixel at any
 // zoom, so a frame costs the same on a thousand events and on ten million.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -30,104 +29,7 @@ void FillColumnsUp(PixelCanvas& canvas, float x0, float bottom, const std::vecto
   }
 }
 
-bool IsStepMarker(const std::string& name) {
-  return name.size() >= 4 && std::equal(name.begin(), name.begin() + 4, "step",
-                                        [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
-}
-
-// What a PyTorch snapshot records of its allocator's own work beside the frees and allocations the
-// curves show: kept as markers (the evidence, for the report), but not annotations to draw.
-bool IsAllocatorAction(const std::string& name) { return name == "free_requested"; }
-
 }  // namespace
-
-void TimelinePanel::DrawMarkers(const Document& document, const Selection& selection, float x0, float y0,
-                                float y1, int width) {
-  marker_columns_.clear();
-  marker_labels_.clear();
-  marker_label_rects_.clear();
-  marker_hits_.clear();
-  markers_dense_ = false;
-  const auto& model = *document.model;
-  const auto& markers = model.markers();
-  if (markers.empty() || model.event_count() == 0) return;
-  if (annotations_document_ != &document) {
-    // Steps are ticks along the bottom (thousands of them) and the allocator's own bookkeeping is
-    // not an annotation: the rest, found once per document instead of skipped every frame.
-    annotations_.clear();
-    for (std::size_t i = 0; i < markers.size(); ++i) {
-      if (!IsStepMarker(markers[i].name) && !IsAllocatorAction(markers[i].name)) annotations_.push_back(i);
-    }
-    annotations_document_ = &document;
-  }
-  // The markers in view, found by event index (markers are in event order).
-  const std::uint64_t first = EventAt(document, selection.time_axis, selection.view.begin);
-  const std::uint64_t last = EventAt(document, selection.time_axis, selection.view.end);
-  const auto before_event = [&markers](std::size_t m, std::uint64_t e) { return markers[m].event_index < e; };
-  auto at = std::lower_bound(annotations_.begin(), annotations_.end(), first, before_event);
-  ImDrawList* draw = ImGui::GetWindowDrawList();
-  const float line_h = ImGui::GetTextLineHeight();
-  // Right edge of the last name written. The top grid line's value label sits in the same row at
-  // the left: names start after it.
-  float label_end = x0 + 4 + ImGui::CalcTextSize(FormatBytes(y_max_ / 4 * 4).c_str()).x;
-  int last_column = -1;
-  constexpr int kNamesPerColumn = 4;  // names kept per column for the tooltip
-  int names_in_column = 0;
-  std::vector<const analysis::Marker*> firsts;  // the first marker of each column drawn
-  for (; at != annotations_.end() && markers[*at].event_index <= last; ++at) {
-    const analysis::Marker* it = &markers[*at];
-    if (it->device != selection.device) continue;  // that device's timeline shows it
-    const double p = PositionOf(document, selection.time_axis, it->event_index);
-    if (p < selection.view.begin || p >= selection.view.end) continue;
-    const float x = x0 + static_cast<float>(std::floor(selection.view.Fraction(p) * width));
-    if (static_cast<int>(x) == last_column) {  // level of detail: one line per pixel column
-      if (++names_in_column <= kNamesPerColumn) {
-        marker_hits_.emplace_back(x, it->name);
-        continue;
-      }
-      // The column is full: on to the first annotation at or after the next column's first event
-      // (zoomed out on millions of events, visiting every marker in view cost a millisecond a frame).
-      const double next_column = selection.view.begin + (x - x0 + 1) / static_cast<double>(width) * selection.view.span();
-      at = std::lower_bound(at + 1, annotations_.end(), EventAt(document, selection.time_axis, next_column), before_event) - 1;
-      continue;
-    }
-    marker_hits_.emplace_back(x, it->name);
-    names_in_column = 1;
-    last_column = static_cast<int>(x);
-    marker_columns_.push_back(last_column);
-    firsts.push_back(it);
-  }
-  // Dense markers (more than one per kDenseSpacing px on average) would wall the plot in: they are
-  // ticks along the top then, named by the tooltip, until a zoom spreads them out.
-  constexpr int kDenseSpacing = 12;
-  markers_dense_ = static_cast<int>(marker_columns_.size()) * kDenseSpacing > width;
-  for (std::size_t i = 0; i < firsts.size(); ++i) {
-    const float x = static_cast<float>(marker_columns_[i]);
-    if (markers_dense_) {
-      plot_canvas_.Fill(x, y0, x + 1, y0 + 6, colours::kMarker);
-      continue;
-    }
-    plot_canvas_.Fill(x, y0 + line_h + 2, x + 1, y1, colours::kMarker);
-    const analysis::Marker* marker = firsts[i];
-    const float w = ImGui::CalcTextSize(marker->name.c_str()).x;
-    const float lx = std::min(x + 2, x0 + static_cast<float>(width) - w - 2);
-    if (lx > label_end + 6 && lx >= x0) {
-      draw->AddText(ImVec2(lx, y0 + 1), colours::kMarker, marker->name.c_str());
-      label_end = lx + w;
-      marker_labels_.push_back(marker->name);
-      marker_label_rects_.push_back({static_cast<int>(lx), static_cast<int>(y0 + 1), static_cast<int>(lx + w),
-                                     static_cast<int>(y0 + 1 + line_h)});
-    }
-  }
-}
-
-std::vector<std::string> TimelinePanel::MarkersNear(float x) const {
-  std::vector<std::string> names;
-  for (const auto& [at, name] : marker_hits_) {
-    if (std::abs(at - x) <= 3 && names.size() < 8) names.push_back(name);
-  }
-  return names;
-}
 
 void TimelinePanel::Refresh(const Document& document, const Selection& selection, int width) {
   if (cached_document_ == &document && cached_device_ == selection.device && cached_width_ == width &&
@@ -181,14 +83,19 @@ void TimelinePanel::Refresh(const Document& document, const Selection& selection
   y_max_ = scale + scale / 10;
   if (overview_width_ != width || overview_.size() != columns || overview_time_axis_ != selection.time_axis ||
       overview_device_ != selection.device || overview_document_ != &document) {
-    // The minimap spans the whole axis (events, or time) like the view it outlines.
+    // The minimap spans the whole axis (events, or time) like the view it outlines. It draws
+    // reserved memory; where the evidence records none (a profiler trace, an RMM log) it was an
+    // empty strip with no word why: it draws in use then, and says so.
+    const analysis::Series overview_series =
+        document.ReservedUnknown(selection.device) ? analysis::Series::kInUse : analysis::Series::kReserved;
+    minimap_note_ = overview_series == analysis::Series::kInUse ? "in use (reserved unknown: no regions recorded)" : "";
     std::vector<std::uint64_t> lo;
     if (selection.time_axis) {
       const double origin = TimeOrigin(document);
       const auto whole = analysis::ColumnsByTime(model, origin, origin + AxisTotal(document, true), columns);
-      analysis::DownsampleRanges(model, selection.device, analysis::Series::kReserved, whole, &lo, &overview_);
+      analysis::DownsampleRanges(model, selection.device, overview_series, whole, &lo, &overview_);
     } else {
-      model.Downsample(selection.device, analysis::Series::kReserved, 0, model.event_count(), columns, &lo, &overview_);
+      model.Downsample(selection.device, overview_series, 0, model.event_count(), columns, &lo, &overview_);
     }
     overview_width_ = width;
     overview_time_axis_ = selection.time_axis;
@@ -237,53 +144,18 @@ void TimelinePanel::RefreshFragmentation(const Document& document, const Selecti
   frag_valid_ = true;
 }
 
-void TimelinePanel::DrawMoment(const Document& document, const Selection& selection) {
-  if (document.kind == traces::EvidenceKind::kMessage) {
-    ImGui::TextWrapped("An error message: numbers, no events, so there is no timeline to draw. The \"Out of "
-                       "memory\" panel explains it with the arithmetic.");
-    return;
-  }
-  ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 200, 80, 255));
-  ImGui::TextWrapped("A state: one moment of memory, not a history. There is no timeline (its events only lay "
-                     "the moment out), and no overhead or minimal limit: they need time.");
-  ImGui::PopStyleColor();
-  for (const analysis::StateFindings& s : document.states) {
-    if (s.device != selection.device) continue;
-    const auto bytes = [](const std::optional<std::uint64_t>& v) { return v ? FormatBytes(*v) : std::string("unknown"); };
-    ImGui::Separator();
-    ImGui::Text("device %u, %s", s.device, s.moment.c_str());
-    ImGui::TextWrapped("in use %s%s, reserved %s%s, limit %s%s", bytes(s.in_use).c_str(),
-                       s.in_use_from_summary ? " (its own count)" : "", bytes(s.reserved).c_str(),
-                       s.reserved_from_summary ? " (its own count)" : "", bytes(s.limit).c_str(),
-                       s.max_in_use ? (", most ever in use " + FormatBytes(*s.max_in_use)).c_str() : "");
-    ImGui::TextWrapped("listed: %llu region(s) of %s, %llu live chunk(s) of %s; %s free in %llu hole(s), the largest %s",
-                       static_cast<unsigned long long>(s.regions), FormatBytes(s.layout_reserved).c_str(),
-                       static_cast<unsigned long long>(s.chunks), FormatBytes(s.layout_in_use).c_str(),
-                       FormatBytes(s.free_in_regions).c_str(), static_cast<unsigned long long>(s.holes),
-                       FormatBytes(s.largest_hole).c_str());
-    ImGui::TextWrapped("%s in %llu region(s) with nothing allocated; %s in %llu free whole page(s) inside regions in use",
-                       FormatBytes(s.empty_region_bytes).c_str(), static_cast<unsigned long long>(s.empty_regions),
-                       FormatBytes(s.free_page_bytes).c_str(), static_cast<unsigned long long>(s.free_pages));
-    if (!s.missing.empty()) ImGui::TextWrapped("incomplete: %s", s.missing.c_str());
-  }
-}
-
 void TimelinePanel::Draw(const Document& document, Selection& selection, float height) {
   drew_moment_ = document.kind != traces::EvidenceKind::kHistory;
   if (drew_moment_) {
     plot_rect_ = {};
+    plot_labels_.clear();
+    oom_columns_.clear();
     DrawMoment(document, selection);
     return;
   }
   const auto& model = *document.model;
   // A legend: each series' colour beside its switch.
-  const auto swatch = [](ImU32 colour) {
-    const ImVec2 at = ImGui::GetCursorScreenPos();
-    const float side = ImGui::GetTextLineHeight() - 2;
-    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(at.x, at.y + 4), ImVec2(at.x + side, at.y + 4 + side), colour);
-    ImGui::Dummy(ImVec2(side, side));
-    ImGui::SameLine();
-  };
+  const auto swatch = Swatch;
   swatch(colours::kReserved);
   ImGui::Checkbox("reserved", &show_reserved);
   ImGui::SameLine();
@@ -362,13 +234,11 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   plot_rect_ = {static_cast<int>(x0), static_cast<int>(y0), static_cast<int>(x0) + width,
                 static_cast<int>(y0 + plot_h)};
   Refresh(document, selection, width);
+  plot_labels_.clear();
 
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float y1 = y0 + plot_h;
-  auto y_of = [&](std::uint64_t v) {
-    const double f = static_cast<double>(v) / static_cast<double>(y_max_);
-    return static_cast<float>(std::round(static_cast<double>(y1) - f * plot_h));
-  };
+  auto y_of = [&](std::uint64_t v) { return RowOf(v, y1, plot_h); };
   const bool stack_shown = stacked && stack_valid_;
   // Everything under the text is filled into one image (pixel_canvas.hpp: thousands of one-pixel
   // rectangles were llvmpipe's biggest cost); text, the OOM triangles and outlines go on top.
@@ -445,38 +315,13 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
         n, [&](int c) { return row(frag_max_[static_cast<std::size_t>(c)]); },
         [&](int c) { return row(frag_min_[static_cast<std::size_t>(c)]) + 1; }, colours::kFragmentation);
   }
-  {
-    // Labels where they fit: a short plot (a small window, a large --scale) labels every other line.
-    const float line_h = ImGui::GetTextLineHeight();
-    const int step = plot_h / 4 >= line_h + 2 ? 1 : plot_h / 2 >= line_h + 2 ? 2 : 4;
-    for (int q = step; q <= 4; q += step) {
-      const std::uint64_t v = y_max_ / 4 * static_cast<std::uint64_t>(q);
-      const std::string text = FormatBytes(v);
-      const ImVec2 at(x0 + 4, y_of(v) + 1);
-      // A dark box behind the value: the curves cross the labels otherwise.
-      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
-      draw->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + size.x + 2, at.y + size.y), IM_COL32(20, 20, 24, 210));
-      draw->AddText(at, IM_COL32(170, 170, 180, 255), text.c_str());
-    }
-    if (plot_h >= 2 * line_h + 4) draw->AddText(ImVec2(x0 + 4, y1 - line_h - 1), IM_COL32(170, 170, 180, 255), "0");
-    if (fragmentation_drawn_) {  // its scale, at the right: 1 at the top
-      const char* top = "fragmentation 1";
-      const ImVec2 size = ImGui::CalcTextSize(top);
-      const ImVec2 at(x0 + static_cast<float>(width) - size.x - 4, y0 + line_h + 3);
-      draw->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + size.x + 2, at.y + size.y), IM_COL32(20, 20, 24, 210));
-      draw->AddText(at, colours::kFragmentation, top);
-    }
-  }
   limit_row_ = -1;
   if (limit_ > 0 && limit_ <= y_max_) {
-    const float y = y_of(limit_);
-    limit_row_ = static_cast<int>(y);
-    plot_canvas_.Fill(x0, y, x0 + static_cast<float>(width), y + 1, colours::kLimit);
-    const std::string label = "limit " + FormatBytes(limit_);
-    const float label_w = ImGui::CalcTextSize(label.c_str()).x;
-    draw->AddText(ImVec2(x0 + static_cast<float>(width) - label_w - 4, y - ImGui::GetTextLineHeight() - 1),
-                  colours::kLimit, label.c_str());
+    limit_row_ = static_cast<int>(y_of(limit_));
+    plot_canvas_.Fill(x0, static_cast<float>(limit_row_), x0 + static_cast<float>(width),
+                      static_cast<float>(limit_row_ + 1), colours::kLimit);
   }
+  DrawPlotLabels(x0, y0, y1, plot_h, width);
   auto x_of = [&](std::uint64_t event) {
     const double f = selection.view.Fraction(PositionOf(document, selection.time_axis, event));
     return x0 + static_cast<float>(std::floor(f * width));
@@ -519,9 +364,12 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       last_x = x;
       plot_canvas_.Fill(x, y1 - 6, x + 1, y1, colours::kStep);
     }
+    oom_columns_.clear();
     for (std::uint64_t event : document.cursor_index.ooms()) {
-      if (!visible(event)) continue;
+      // The list holds every device's OOMs: the selected device's plot draws its own only.
+      if (!visible(event) || model.event(event).device != selection.device) continue;
       const float x = x_of(event);
+      oom_columns_.push_back(static_cast<int>(x));
       plot_canvas_.Fill(x, y0, x + 1, y1, colours::kOom);
       draw->AddTriangleFilled(ImVec2(x - 4, y0), ImVec2(x + 5, y0), ImVec2(x + 0.5f, y0 + 7), colours::kOom);
     }
@@ -606,7 +454,7 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
   const float right_w = ImGui::CalcTextSize(right.c_str()).x;
   draw->AddText(ImVec2(x0 + static_cast<float>(width) - right_w, axis_y), IM_COL32(180, 180, 180, 255), right.c_str());
 
-  // Minimap: the whole trace (reserved), the visible range outlined; click or drag to move there.
+  // Minimap: the whole trace (reserved, else in use), the visible range outlined; click or drag to move there.
   const float m0 = y1 + Px(kAxisHeight) + 4;
   const float m1 = m0 + Px(kMinimapHeight);
   {
@@ -616,8 +464,10 @@ void TimelinePanel::Draw(const Document& document, Selection& selection, float h
       tops[c] = std::round(m1 - static_cast<float>(f) * (Px(kMinimapHeight) - 2));
     }
     minimap_canvas_.Begin(draw, x0, m0, width, static_cast<int>(m1 - m0), IM_COL32(36, 36, 42, 255));
-    FillColumnsUp(minimap_canvas_, x0, m1, tops, IM_COL32(150, 100, 40, 255));
+    FillColumnsUp(minimap_canvas_, x0, m1, tops,
+                  minimap_note_.empty() ? IM_COL32(150, 100, 40, 255) : IM_COL32(40, 62, 110, 255));
     minimap_canvas_.Finish();
+    if (!minimap_note_.empty()) draw->AddText(ImVec2(x0 + 4, m0 + 1), IM_COL32(200, 200, 210, 255), minimap_note_.c_str());
   }
   {
     const float vx0 = x0 + static_cast<float>(selection.view.begin / total * width);

@@ -60,18 +60,26 @@ std::string ToolbarPanel::Draw(const Document* document, Selection& selection, c
 
 void ToolbarPanel::DrawStatus(const Document& document, const Selection& selection) {
   const auto& model = *document.model;
-  std::string where = fmt::format("{} ({}, {} events, loaded in {:.2f} s)", document.path, document.format,
-                                  model.event_count(), document.load_seconds);
+  // Events and a cursor are a history's: a state's events only lay its moment out, a message has
+  // none (the top bar said "637 events, cursor: event 636" of a snapshot state).
+  const bool history = document.kind == traces::EvidenceKind::kHistory;
+  const std::string what = history ? fmt::format("{} events", model.event_count())
+                           : document.kind == traces::EvidenceKind::kState ? std::string("a state: one moment")
+                                                                           : std::string("an error message");
+  std::string where = fmt::format("{} ({}, {}, loaded in {:.2f} s)", document.path, document.format, what,
+                                  document.load_seconds);
   ImGui::TextUnformatted(where.c_str());
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", document.path.c_str());
-  if (model.event_count() > 0) {
+  status_ = where;
+  if (history && model.event_count() > 0) {
     ImGui::SameLine();
     const traces::Event event = model.event(selection.cursor);
     const std::optional<std::uint64_t> step = document.cursor_index.StepAt(selection.cursor);
     const std::string where_step = step ? fmt::format(", step {}", *step) : std::string();
-    ImGui::TextColored(ImVec4(1, 0.9f, 0, 1), "cursor: event %llu%s, %s",
-                       static_cast<unsigned long long>(selection.cursor), where_step.c_str(),
-                       std::string(traces::ToString(event.type)).c_str());
+    const std::string cursor = fmt::format("cursor: event {}{}, {}", selection.cursor, where_step,
+                                           traces::ToString(event.type));
+    ImGui::TextColored(ImVec4(1, 0.9f, 0, 1), "%s", cursor.c_str());
+    status_ += " " + cursor;
     // The keys where they fit on the line; a narrow window (or a long path) gets "keys (?)" and the
     // list in its tooltip instead of a clipped line.
     constexpr const char* kKeys = "keys: <- -> event, PgUp/PgDn page, Home/End, [ ] step, o / O next/prev OOM";
