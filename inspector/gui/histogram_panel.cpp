@@ -32,13 +32,10 @@ void HistogramPanel::Draw(const analysis::MemoryState& state, std::uint64_t stat
       summary_ = "no regions recorded: free memory unknown";
       break;
     case FreeMemory::kUnlisted: {
-      std::uint64_t unlisted = 0;
-      for (const auto& region : state.regions) {
-        for (const auto& hole : region.holes) unlisted += hole.size;
-      }
+      // The state's holes (free_in_regions bytes of them) are the ranges the dump left out.
       canvas_note_ = fmt::format("the dump's chunk list is cut: {} of its regions is not listed, in use or free (not "
                                  "known), so no range is known to be a free hole",
-                                 FormatBytes(unlisted));
+                                 FormatBytes(state.free_in_regions));
       summary_ = "free in regions unknown, largest hole unknown, external fragmentation unknown";
       break;
     }

@@ -139,15 +139,12 @@ void MemoryMapPanel::DrawHeader(const Document& document, const analysis::Memory
                           FormatBytes(document.model->Metrics(state.device).peak_in_use),
                           FormatBytes(analysis::kMinCellBytes));
   } else if (free_memory == Document::FreeMemory::kUnlisted) {
-    // A cut dump: the ranges no listed chunk covers were left out of the log, in use or free.
-    std::uint64_t unlisted = 0;
-    for (const auto& region : state.regions) {
-      for (const auto& hole : region.holes) unlisted += hole.size;
-    }
+    // A cut dump: the ranges no listed chunk covers (the state's holes, free_in_regions bytes of
+    // them) were left out of the log, in use or free.
     header_ = fmt::format("{}: {} region(s) listed ({}), in use at least {}, LOAD {}; {} in {} range(s) not listed in "
                           "the dump (its chunk list is cut: not known to be free)",
                           when, state.regions.size(), FormatBytes(state.reserved), FormatBytes(state.in_use), load,
-                          FormatBytes(unlisted), holes);
+                          FormatBytes(state.free_in_regions), holes);
   } else {
     header_ = fmt::format("{}: {} regions, reserved {}, in use {}, LOAD {}, {} holes ({} free, largest {})", when,
                           state.regions.size(), FormatBytes(state.reserved), FormatBytes(state.in_use), load, holes,
