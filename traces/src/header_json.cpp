@@ -85,6 +85,20 @@ nlohmann::ordered_json SourceToJson(const SourceFacts& source) {
     state["layout_complete"] = s.layout_complete;
     if (!s.requested_known) state["requested_known"] = false;
     if (!s.missing.empty()) state["missing"] = s.missing;
+    put("max_reserved", s.max_reserved);
+    put("non_releasable", s.non_releasable);
+    put("oom_count", s.oom_count);
+    put("alloc_retries", s.alloc_retries);
+    for (const auto& [key, pool] : {std::pair{"large_pool", &s.large_pool}, std::pair{"small_pool", &s.small_pool}}) {
+      if (!*pool) continue;
+      nlohmann::ordered_json p = nlohmann::ordered_json::object();
+      if ((*pool)->in_use) p["in_use"] = *(*pool)->in_use;
+      if ((*pool)->reserved) p["reserved"] = *(*pool)->reserved;
+      if ((*pool)->non_releasable) p["non_releasable"] = *(*pool)->non_releasable;
+      state[key] = std::move(p);
+    }
+    if (s.size_margin != 0) state["size_margin"] = s.size_margin;
+    if (s.line != 0) state["line"] = s.line;
     out["states"].push_back(std::move(state));
   }
   return out;
@@ -142,7 +156,8 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
     constexpr const char* kAt = "header: source: state: ";
     CheckKeys(s, strict,
               {"device", "moment", "at_seq", "in_use", "requested", "reserved", "limit", "max_in_use", "largest_free",
-               "in_use_at_least", "free_at_least", "layout_complete", "requested_known", "missing"},
+               "in_use_at_least", "free_at_least", "layout_complete", "requested_known", "missing", "max_reserved",
+               "non_releasable", "oom_count", "alloc_retries", "large_pool", "small_pool", "size_margin", "line"},
               kAt);
     StateSummary state;
     state.device = static_cast<std::uint32_t>(GetUnsigned(s, "device", kAt, UINT32_MAX));
@@ -159,6 +174,21 @@ SourceFacts SourceFromJson(const json& in, bool strict) {
     state.layout_complete = GetBool(s, "layout_complete", kAt, true);
     state.requested_known = GetBool(s, "requested_known", kAt, true);
     state.missing = GetString(s, "missing", kAt);
+    state.max_reserved = GetOptional(s, "max_reserved", kAt);
+    state.non_releasable = GetOptional(s, "non_releasable", kAt);
+    state.oom_count = GetOptional(s, "oom_count", kAt);
+    state.alloc_retries = GetOptional(s, "alloc_retries", kAt);
+    for (const auto& [key, pool] : {std::pair{"large_pool", &state.large_pool}, std::pair{"small_pool", &state.small_pool}}) {
+      const auto it = s.find(key);
+      if (it == s.end() || it->is_null()) continue;
+      if (!it->is_object()) throw std::runtime_error(fmt::format("{}\"{}\" must be an object", kAt, key));
+      constexpr const char* kPoolAt = "header: source: state: pool: ";
+      CheckKeys(*it, strict, {"in_use", "reserved", "non_releasable"}, kPoolAt);
+      *pool = StateSummary::Pool{GetOptional(*it, "in_use", kPoolAt), GetOptional(*it, "reserved", kPoolAt),
+                                 GetOptional(*it, "non_releasable", kPoolAt)};
+    }
+    state.size_margin = GetUnsigned(s, "size_margin", kAt, UINT64_MAX);
+    state.line = GetUnsigned(s, "line", kAt, UINT64_MAX);
     out.states.push_back(std::move(state));
   }
   return out;

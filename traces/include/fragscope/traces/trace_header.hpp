@@ -82,6 +82,23 @@ struct StateSummary {
   // what their owners asked for (LOAD) is unknown, not the chunk sizes.
   bool requested_known = true;
   std::string missing;                      // what the evidence lacks, in words; empty if nothing
+  // The allocator's own counters beyond those, where it prints them (PyTorch's memory_summary()):
+  // the most it ever reserved; the free bytes inside segments that also hold live blocks
+  // ("Non-releasable memory": fragmentation in PyTorch's terms, which empty_cache() cannot return);
+  // the out-of-memory errors it raised and the times it freed its cache to retry the device's
+  // malloc, counted since the process started (or its statistics were reset).
+  std::optional<std::uint64_t> max_reserved, non_releasable, oom_count, alloc_retries;
+  // The same numbers per pool (PyTorch: the small pool's blocks of at most 1 MiB, the large pool's
+  // others), where the evidence splits them.
+  struct Pool {
+    std::optional<std::uint64_t> in_use, reserved, non_releasable;
+    bool operator==(const Pool&) const = default;
+  };
+  std::optional<Pool> large_pool, small_pool;
+  // Sizes printed rounded down to a unit (PyTorch's "14324 MiB"): each true size lies less than
+  // this many bytes above the number given, the largest unit of the sizes above; 0 when exact.
+  std::uint64_t size_margin = 0;
+  std::uint64_t line = 0;  // the 1-based line of a text log where the moment is printed; 0 where none
   bool operator==(const StateSummary&) const = default;
 };
 
