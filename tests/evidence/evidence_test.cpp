@@ -124,7 +124,7 @@ std::string ErrorOf(F&& open_and_read) {
 
 const std::vector<std::string> kBuiltinNames = {"fragscope trace",    "PyTorch memory snapshot", "torch.profiler trace",
                                                 "JSON Lines",         "RMM log (CSV)",           "TensorFlow BFC log",
-                                                "OOM error message"};
+                                                "PyTorch memory summary", "OOM error message"};
 
 // ---- the registry -----------------------------------------------------------------------------
 
@@ -146,6 +146,12 @@ TEST(ReaderRegistry, EachSampleIsClaimedFirstByItsOwnReader) {
                            "total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total "
                            "by PyTorch)\n"),
        "OOM error message"},
+      // A memory summary printed after the error: the summary's reader (the message comes with it).
+      {TempFile("summary.log", "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB "
+                               "total capacity; 1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in "
+                               "total by PyTorch)\n| Allocated memory      |    1269 MiB |    1300 MiB |    9000 MiB "
+                               "|    7731 MiB |\n"),
+       "PyTorch memory summary"},
       {TempFile("sample.jsonl", "\n  {\"type\": \"header\"}\n"), "JSON Lines"},
       // The header's keys in another order (jq -S sorts them): still ours.
       {TempFile("sorted.jsonl", "{\"producer\":\"x\",\"type\" : \"header\"}\n{\"type\":\"alloc\"}\n"), "JSON Lines"},
@@ -187,8 +193,8 @@ TEST(ReaderRegistry, EachSampleIsClaimedFirstByItsOwnReader) {
 
 TEST(ReaderRegistry, ListsAndMessagesComeFromTheRegistry) {
   EXPECT_EQ(ListReaders(ReaderList::kNames),
-            "fragscope trace, PyTorch memory snapshot, torch.profiler trace, JSON Lines, RMM log (CSV), TensorFlow BFC log "
-            "or OOM error message");
+            "fragscope trace, PyTorch memory snapshot, torch.profiler trace, JSON Lines, RMM log (CSV), TensorFlow BFC log, "
+            "PyTorch memory summary or OOM error message");
   const std::string descriptions = ListReaders(ReaderList::kDescriptions);
   EXPECT_EQ(UnknownFormatMessage(), "unknown format: not a " + descriptions);
   EXPECT_NE(TraceArgumentHelp().find(descriptions), std::string::npos);

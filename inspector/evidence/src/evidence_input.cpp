@@ -44,7 +44,8 @@ void UpdateActivity(const std::string& path, F&& update) {
 // A whole trace read up front (formats without blocks), handed out in blocks.
 class InMemoryInput final : public EvidenceInput {
  public:
-  explicit InMemoryInput(traces::Trace trace) : trace_(std::move(trace)) {}
+  InMemoryInput(traces::Trace trace, std::vector<traces::OomMessage> messages)
+      : trace_(std::move(trace)), messages_(std::move(messages)) {}
   const traces::TraceHeader& header() const override { return trace_.header; }
   const std::vector<std::string>& tags() const override { return trace_.tags; }
   const std::vector<std::string>& warnings() const override { return trace_.warnings; }
@@ -52,6 +53,7 @@ class InMemoryInput final : public EvidenceInput {
   std::uint64_t bytes_done() const override { return next_; }
   const std::vector<std::string>& stacks() const override { return trace_.stacks; }
   const std::vector<std::uint32_t>& event_stacks() const override { return trace_.event_stacks; }
+  const std::vector<traces::OomMessage>& messages() const override { return messages_; }
 
  protected:
   bool ReadBlock(std::vector<traces::Event>* events) override {
@@ -65,6 +67,7 @@ class InMemoryInput final : public EvidenceInput {
 
  private:
   traces::Trace trace_;
+  std::vector<traces::OomMessage> messages_;
   std::size_t next_ = 0;
 };
 
@@ -182,8 +185,8 @@ std::string InputActivity::Describe() const {
 const std::vector<std::string> EvidenceInput::kNoStacks;
 const std::vector<std::uint32_t> EvidenceInput::kNoEventStacks;
 
-std::unique_ptr<EvidenceInput> InputFromTrace(traces::Trace trace) {
-  return std::make_unique<InMemoryInput>(std::move(trace));
+std::unique_ptr<EvidenceInput> InputFromTrace(traces::Trace trace, std::vector<traces::OomMessage> messages) {
+  return std::make_unique<InMemoryInput>(std::move(trace), std::move(messages));
 }
 
 void EvidenceInput::SetDefaultLimits(const traces::ReadLimits& limits) {

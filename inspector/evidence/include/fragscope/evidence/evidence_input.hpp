@@ -71,7 +71,8 @@ class EvidenceInput {
   virtual const std::vector<std::string>& stacks() const { return kNoStacks; }
   virtual const std::vector<std::uint32_t>& event_stacks() const { return kNoEventStacks; }
   // The out-of-memory error messages the input holds (evidence of the "message" kind, which has no
-  // events); empty for every other reader.
+  // events, or a state read from a log that also holds them: a PyTorch memory summary); empty for
+  // every other reader.
   virtual const std::vector<traces::OomMessage>& messages() const {
     static const std::vector<traces::OomMessage> kNone;
     return kNone;
@@ -127,7 +128,8 @@ class EvidenceInput {
 
 // An input over a whole trace already in memory (the formats read whole: snapshots, JSON Lines,
 // logs), handed out in blocks of 65,536 events; what a reader's `open` returns when it builds a
-// traces::Trace.
-std::unique_ptr<EvidenceInput> InputFromTrace(traces::Trace trace);
+// traces::Trace. `messages`: out-of-memory error messages found beside the trace in the same text
+// (a PyTorch memory summary printed after the error), handed out by messages().
+std::unique_ptr<EvidenceInput> InputFromTrace(traces::Trace trace, std::vector<traces::OomMessage> messages = {});
 
 }  // namespace fragscope::evidence
