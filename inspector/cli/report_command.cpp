@@ -111,12 +111,18 @@ int RunReport(const ReportOptions& options) {
   view.leak = leak;
   view.kind = diagnosis.kind;
   view.states = std::move(diagnosis.states);
+  // A state's log may hold the error too (a memory summary printed after it): explained beside it.
+  view.messages = MessagesBesideState(input->messages(), view.states, options.device);
   if (options.json) {
     PrintReportJson(view);
   } else {
     PrintReportText(view);
   }
-  return any_oom ? kOom : kOk;
+  // A state's own OOM count (a memory summary's "CUDA OOMs: 2") records failures as much as an OOM
+  // event does.
+  bool counted_oom = !view.messages.empty();
+  for (const analysis::StateFindings& s : view.states) counted_oom |= s.oom_count.value_or(0) > 0;
+  return any_oom || counted_oom ? kOom : kOk;
 }
 
 }  // namespace

@@ -108,6 +108,7 @@ void PrintReportJson(const ReportView& view) {
                               {"devices", list},
                               {"warnings", warnings}};
   if (nlohmann::json settings = SourceSettings(header); !settings.empty()) out["settings"] = std::move(settings);
+  if (view.kind == traces::EvidenceKind::kState) out["messages"] = MessagesBesideStateJson(view.messages);
   if (leak) {
     out["leak"] = {{"first_step", leak->first_step}, {"last_step", leak->last_step},
                    {"live_first", leak->live_first}, {"live_last", leak->live_last},

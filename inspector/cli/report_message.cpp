@@ -96,33 +96,7 @@ void PrintText(const std::string& trace, const std::vector<Item>& items, const s
   }
   fmt::print("trace      {} (OOM error message, {} message{})\n", DisplayName(trace), items.size(),
              items.size() == 1 ? "" : "s");
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const traces::OomMessage& m = *items[i].message;
-    const analysis::MessageDiagnosis& d = items[i].diagnosis;
-    const std::string framework = FrameworkName(m.framework);
-    // "CUDA on CUDA" says nothing: a raw CUDA error names its backend once; "GPU, GPU 2" neither.
-    std::string where = m.backend == framework || m.device.rfind(m.backend + " ", 0) == 0 ? "" : m.backend;
-    if (!m.device.empty() && m.device != m.backend) where += (where.empty() ? "" : ", ") + m.device;
-    fmt::print("\nmessage {} at line {}: {}{}{} ({})\n", i + 1, m.line, framework,
-               where.empty() ? "" : " on " + where, m.origin.empty() ? "" : ", from " + m.origin,
-               traces::ToString(m.kind));
-    fmt::print("  \"{}\"\n", Quote(m.text));
-    if (!m.repeat_lines.empty()) {
-      fmt::print("  printed {} times ({}): one failure, reported again\n", m.repeat_lines.size() + 1, PrintedAt(m));
-    }
-    if (!d.numbers.empty()) {
-      std::vector<std::vector<std::string>> rows = {{"  number", "bytes", "printed", "what"}};
-      for (const auto& n : d.numbers) {
-        rows.push_back({"  " + n.symbol, traces::FormatBytes(n.bytes), n.printed.empty() ? "(derived)" : n.printed, n.name});
-      }
-      fmt::print("{}", FormatTable(rows));
-    }
-    for (const std::string& line : d.arithmetic) fmt::print("  {}\n", line);
-    fmt::print("  cause: {}: {}\n", traces::ToString(d.cause), d.explanation);
-    for (const std::string& note : d.notes) fmt::print("  note: {}\n", note);
-    for (const std::string& advice : d.advice) fmt::print("  advice: {}\n", advice);
-    for (const std::string& advice : d.fragscope_advice) fmt::print("          {}\n", advice);
-  }
+  for (std::size_t i = 0; i < items.size(); ++i) PrintMessageText(i + 1, *items[i].message, items[i].diagnosis);
   if (!not_failures.empty()) {
     fmt::print("\nnot a failure: {}; these warnings are no errors\n", NotAFailureText(not_failures));
   }
@@ -161,6 +135,32 @@ void PrintJson(const std::string& trace, const std::string& format, const std::v
 }
 
 }  // namespace
+
+void PrintMessageText(std::size_t index, const traces::OomMessage& m, const analysis::MessageDiagnosis& d) {
+  const std::string framework = FrameworkName(m.framework);
+  // "CUDA on CUDA" says nothing: a raw CUDA error names its backend once; "GPU, GPU 2" neither.
+  std::string where = m.backend == framework || m.device.rfind(m.backend + " ", 0) == 0 ? "" : m.backend;
+  if (!m.device.empty() && m.device != m.backend) where += (where.empty() ? "" : ", ") + m.device;
+  fmt::print("\nmessage {} at line {}: {}{}{} ({})\n", index, m.line, framework,
+             where.empty() ? "" : " on " + where, m.origin.empty() ? "" : ", from " + m.origin,
+             traces::ToString(m.kind));
+  fmt::print("  \"{}\"\n", Quote(m.text));
+  if (!m.repeat_lines.empty()) {
+    fmt::print("  printed {} times ({}): one failure, reported again\n", m.repeat_lines.size() + 1, PrintedAt(m));
+  }
+  if (!d.numbers.empty()) {
+    std::vector<std::vector<std::string>> rows = {{"  number", "bytes", "printed", "what"}};
+    for (const auto& n : d.numbers) {
+      rows.push_back({"  " + n.symbol, traces::FormatBytes(n.bytes), n.printed.empty() ? "(derived)" : n.printed, n.name});
+    }
+    fmt::print("{}", FormatTable(rows));
+  }
+  for (const std::string& line : d.arithmetic) fmt::print("  {}\n", line);
+  fmt::print("  cause: {}: {}\n", traces::ToString(d.cause), d.explanation);
+  for (const std::string& note : d.notes) fmt::print("  note: {}\n", note);
+  for (const std::string& advice : d.advice) fmt::print("  advice: {}\n", advice);
+  for (const std::string& advice : d.fragscope_advice) fmt::print("          {}\n", advice);
+}
 
 std::uint32_t MessageDeviceIndex(const traces::OomMessage& message) {
   const std::string& d = message.device;

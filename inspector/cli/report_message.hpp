@@ -23,6 +23,10 @@ int RunMessageReport(const std::string& trace, const evidence::EvidenceInput& in
 // The device number a message names ("GPU 7", "cuda:1", "device ordinal 0", "GPU:0"); 0 when none.
 std::uint32_t MessageDeviceIndex(const traces::OomMessage& message);
 
+// One message's explanation for people: where it was found, its numbers, arithmetic, cause, notes
+// and advice, headed "message INDEX at line N".
+void PrintMessageText(std::size_t index, const traces::OomMessage& message, const analysis::MessageDiagnosis& diagnosis);
+
 // One message's OOM entry of the JSON report.
 nlohmann::json MessageOomJson(const traces::OomMessage& message, const analysis::MessageDiagnosis& diagnosis);
 

@@ -69,6 +69,19 @@ nlohmann::json StateJson(const analysis::StateFindings& s) {
     out["largest_uncovered"] = s.largest_hole;
   }
   if (!s.missing.empty()) out["missing"] = s.missing;
+  // The allocator's own counters (PyTorch's memory_summary()): null where the evidence has none.
+  out["max_reserved"] = optional(s.max_reserved);
+  out["non_releasable"] = optional(s.non_releasable);
+  out["oom_count"] = optional(s.oom_count);
+  out["alloc_retries"] = optional(s.alloc_retries);
+  const auto pool = [&](const std::optional<traces::StateSummary::Pool>& p) {
+    if (!p) return nlohmann::json();
+    return nlohmann::json{{"in_use", optional(p->in_use)}, {"reserved", optional(p->reserved)},
+                          {"non_releasable", optional(p->non_releasable)}};
+  };
+  out["pools"] = s.large_pool || s.small_pool ? nlohmann::json{{"large", pool(s.large_pool)}, {"small", pool(s.small_pool)}}
+                                              : nlohmann::json();
+  out["size_margin"] = s.size_margin;
   return out;
 }
 

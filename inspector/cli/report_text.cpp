@@ -40,6 +40,7 @@ void PrintReportText(const ReportView& view) {
     std::vector<analysis::OomDiagnosis> all;
     for (const auto& list : ooms) all.insert(all.end(), list.begin(), list.end());
     fmt::print("{}", DescribeOoms(all, 20, /*state=*/true));
+    PrintMessagesBesideStateText(view.messages);
     return;
   }
   fmt::print("\n");

@@ -11,8 +11,19 @@
 #include <nlohmann/json.hpp>
 
 #include "fragscope/analysis/diagnosis.hpp"
+#include "fragscope/analysis/message_diagnosis.hpp"
 
 namespace fragscope::cli {
+
+// An out-of-memory message found beside a state (a PyTorch memory summary printed after the error):
+// its diagnosis, and its numbers checked against the state of its device nearest to it.
+struct MessageBesideState {
+  const traces::OomMessage* message = nullptr;
+  analysis::MessageDiagnosis diagnosis;
+  const analysis::StateFindings* state = nullptr;  // nullptr: no state of its device
+  std::vector<std::string> checks;                 // each number compared, in words
+  bool agrees = true;                              // no number contradicts the state
+};
 
 struct ReportView {
   std::string trace;   // the path as given
@@ -28,6 +39,7 @@ struct ReportView {
   std::optional<analysis::LeakFinding> leak;
   traces::EvidenceKind kind = traces::EvidenceKind::kHistory;
   std::vector<analysis::StateFindings> states;  // a state's findings (kind kState)
+  std::vector<MessageBesideState> messages;     // OOM messages beside a state (report_state_messages.cpp)
 };
 
 // The source allocator's own settings, where an importer found them (PyTorch's
@@ -41,5 +53,13 @@ void PrintReportText(const ReportView& view);  // the table and every OOM explai
 void PrintStateText(const ReportView& view);
 // A state's per-device keys (DESIGN.md: "A state adds in_use, reserved, limit, max_in_use").
 nlohmann::json StateJson(const analysis::StateFindings& state);
+
+// The messages of a state's log (of `device` only, where given), each checked against `states`
+// (report_state_messages.cpp); printed after the state, and as the JSON report's "messages".
+std::vector<MessageBesideState> MessagesBesideState(const std::vector<traces::OomMessage>& messages,
+                                                    const std::vector<analysis::StateFindings>& states,
+                                                    std::optional<std::uint32_t> device);
+void PrintMessagesBesideStateText(const std::vector<MessageBesideState>& items);
+nlohmann::json MessagesBesideStateJson(const std::vector<MessageBesideState>& items);
 
 }  // namespace fragscope::cli

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "fragscope/traces/byte_math.hpp"
+
 namespace fragscope::analysis {
 namespace {
 
@@ -98,12 +102,60 @@ std::vector<StateFindings> FindStates(const TimelineModel& model, const std::vec
       if (const auto* d = header.Device(summary.device); d != nullptr && d->limit > 0) f.limit = d->limit;
     }
     f.max_in_use = summary.max_in_use;
+    f.max_reserved = summary.max_reserved;
+    f.non_releasable = summary.non_releasable;
+    f.oom_count = summary.oom_count;
+    f.alloc_retries = summary.alloc_retries;
+    f.large_pool = summary.large_pool;
+    f.small_pool = summary.small_pool;
+    f.size_margin = summary.size_margin;
+    f.line = summary.line;
     // The holes of an incomplete layout include ranges its listing left out: no largest free of
     // its own (the evidence's, a lower bound, where it gives one).
     f.largest_free = summary.largest_free                        ? summary.largest_free
                      : f.regions > 0 && summary.layout_complete ? std::optional(f.largest_hole)
                                                                 : std::nullopt;
     out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::vector<std::string> CounterSentences(const StateFindings& s) {
+  using traces::FormatBytes;
+  std::vector<std::string> out;
+  if (s.max_reserved) out.push_back(fmt::format("most ever reserved {}", FormatBytes(*s.max_reserved)));
+  if (s.non_releasable && s.reserved) {
+    // PyTorch's inactive split bytes: free blocks cut from segments whose other blocks are live.
+    out.push_back(fmt::format(
+        "non-releasable: {} of the {} reserved is free inside segments that also hold live blocks (PyTorch's "
+        "\"Non-releasable memory\", fragmentation in its terms: torch.cuda.empty_cache() cannot return it, and "
+        "a request larger than each free piece cannot use it)",
+        FormatBytes(*s.non_releasable), FormatBytes(*s.reserved)));
+  } else if (s.non_releasable) {
+    out.push_back(fmt::format("non-releasable: {} is free inside segments that also hold live blocks (PyTorch's "
+                              "\"Non-releasable memory\", fragmentation in its terms)",
+                              FormatBytes(*s.non_releasable)));
+  }
+  const auto pool = [](const char* name, const std::optional<traces::StateSummary::Pool>& p) {
+    const auto bytes = [](const std::optional<std::uint64_t>& v) { return v ? FormatBytes(*v) : std::string("-"); };
+    return fmt::format("{} pool in use {}, reserved {}, non-releasable {}", name, bytes(p->in_use),
+                       bytes(p->reserved), bytes(p->non_releasable));
+  };
+  if (s.large_pool && s.small_pool) {
+    out.push_back(fmt::format("by pool: {}; {} (blocks of at most 1 MiB)", pool("large", s.large_pool),
+                              pool("small", s.small_pool)));
+  }
+  if (s.oom_count) {
+    const std::uint64_t ooms = *s.oom_count;
+    const std::string retries =
+        s.alloc_retries ? fmt::format(", and it freed its cached blocks to retry the device's malloc {} time{}",
+                                      *s.alloc_retries, *s.alloc_retries == 1 ? "" : "s")
+                        : std::string();
+    out.push_back(fmt::format("the allocator had raised {} by then{} (its own counts, since the process started or "
+                              "its statistics were reset)",
+                              ooms == 0 ? std::string("no out-of-memory error")
+                                        : fmt::format("{} out-of-memory error{}", ooms, ooms == 1 ? "" : "s"),
+                              retries));
   }
   return out;
 }

@@ -116,6 +116,8 @@ StateText DescribeState(const traces::TraceHeader& header, const StateFindings& 
       AddRegionsAndPages(header, s, region, out.lines);
     }
   }
+  // The allocator's own counters where the evidence gives them (PyTorch's memory_summary()).
+  for (std::string& sentence : CounterSentences(s)) out.lines.push_back(std::move(sentence));
   if (s.free_at_least) {
     out.lines.push_back(fmt::format("free at least {} inside its {}s (with the free chunks its own summary lines show "
                                     "beyond the listed layout){}",

@@ -55,7 +55,18 @@ struct StateFindings {
   // requested sizes (and LOAD) are unknown, not their chunk sizes.
   bool requested_known = true;
   std::string missing;                      // what the evidence lacks, in words
+  // The allocator's own counters, where the evidence prints them (traces::StateSummary: PyTorch's
+  // memory_summary()).
+  std::optional<std::uint64_t> max_reserved, non_releasable, oom_count, alloc_retries;
+  std::optional<traces::StateSummary::Pool> large_pool, small_pool;
+  std::uint64_t size_margin = 0;            // sizes rounded down: the truth less than this above
+  std::uint64_t line = 0;                   // the log line of the moment; 0 where none
 };
+
+// The allocator's own counters in plain words, one sentence each, for the report and the
+// inspector: non-releasable memory as the fragmentation it is, the most ever reserved, the split
+// by pool, the out-of-memory and retry counts. Empty where the evidence prints none of them.
+std::vector<std::string> CounterSentences(const StateFindings& state);
 
 // The page sizes a paging allocator of the evidence's source would unmap in (PyTorch's expandable
 // segments map 2 MiB pages in small-pool segments and 20 MiB in large ones; everything else 2 MiB,
