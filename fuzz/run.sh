@@ -16,6 +16,7 @@
 #   torch_profiler  torch.profiler Chrome traces with memory events (JSON, gzip'd or not)
 #   oom_message     out-of-memory error messages and their diagnosis (also seeded, read in place,
 #                   with ../shared/data/oom_messages when present)
+#   memory_summary  torch.cuda.memory_summary() tables in log text
 #   allocator_api   the allocator's API on sim and host backings under every policy: sizes near
 #                   every power of two and 2^64, frees of foreign and interior pointers
 #   alloc_conf      the configuration parser (--alloc-conf, FRAGSCOPE_ALLOC_CONF)
@@ -50,11 +51,12 @@ case "$target" in
   tf_log) max_len=262144 ;;
   rmm_csv) max_len=65536 ;;
   oom_message) max_len=65536 ;;
+  memory_summary) max_len=65536 ;;
   torch_profiler) max_len=65536 ;;
   allocator_api) max_len=4096 ;;
   alloc_conf) max_len=1024 ;;
   *) echo "error: unknown fuzz target '$target' (trace_reader, pickle_reader, tf_log, rmm_csv," \
-          "oom_message, torch_profiler, allocator_api, alloc_conf)" >&2; exit 2 ;;
+          "oom_message, memory_summary, torch_profiler, allocator_api, alloc_conf)" >&2; exit 2 ;;
 esac
 seed_dirs=("fuzz/corpus/$target")
 if [ "$target" = tf_log ]; then seed_dirs+=(tests/import/fixtures/tf); fi
