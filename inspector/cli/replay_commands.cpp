@@ -65,27 +65,19 @@ std::uint64_t SequenceLoad(const analysis::AllocationSequence& sequence) {
   return load;
 }
 
-// The devices of `header` whose memory is another framework's host memory (a profiler trace's CPU
-// allocations): GPU policies have nothing to say about them, so replays leave them out, as the
-// recorded row of `compare` does.
-std::vector<std::uint32_t> ForeignHostDevices(const traces::TraceHeader& header) {
-  std::vector<std::uint32_t> devices;
-  for (const traces::DeviceDescription& d : header.devices) {
-    if (traces::IsForeignHostMemory(d)) devices.push_back(d.index);
-  }
-  return devices;
-}
-
+// The sequence without the devices whose memory is another framework's host memory (a profiler
+// trace's CPU allocations): GPU policies have nothing to say about them, so replays leave them out,
+// as the recorded row of `compare` does.
 analysis::AllocationSequence WithoutForeignHostMemory(analysis::AllocationSequence sequence,
                                                       const traces::TraceHeader& header, const std::string& path) {
-  for (std::uint32_t device : ForeignHostDevices(header)) {
+  for (std::uint32_t device : header.ForeignHostDevices()) {
     if (!std::binary_search(sequence.devices.begin(), sequence.devices.end(), device)) continue;
     // A warning, not info: every number printed after it leaves that device out.
     spdlog::warn("{}: device {} ({}) holds host memory, not GPU memory: the replays leave it out",
                  path == "-" ? "<stdin>" : path, device, header.Device(device)->name);
   }
   const std::uint64_t allocations = sequence.allocations;
-  sequence = analysis::WithoutDevices(std::move(sequence), ForeignHostDevices(header));
+  sequence = analysis::WithoutDevices(std::move(sequence), header.ForeignHostDevices());
   if (allocations > 0 && sequence.allocations == 0) {
     throw UsageError(fmt::format("{}: every allocation is of host memory (a CPU allocator's), none of GPU memory: "
                                  "nothing for a GPU allocator to replay",
@@ -342,7 +334,7 @@ int RunCompare(const CompareOptions& command) {
     row.conf = row.display = fmt::format("as recorded ({})", input->header().producer.empty()
                                                                      ? input->format()
                                                                      : input->header().producer);
-    const std::vector<std::uint32_t> host = ForeignHostDevices(input->header());
+    const std::vector<std::uint32_t> host = input->header().ForeignHostDevices();
     for (std::uint32_t device : model->devices()) {
       if (std::find(host.begin(), host.end(), device) != host.end()) continue;  // as the replays
       row.Add(model->Metrics(device));

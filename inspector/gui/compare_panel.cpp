@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <imgui_stdlib.h>
@@ -31,6 +32,11 @@ std::uint64_t ComparePanel::side_ooms(int side) const {
   return ooms;
 }
 
+std::vector<std::uint32_t> ComparePanel::side_devices(int side) const {
+  const auto& model = sides_[side].document.model;
+  return model != nullptr ? model->devices() : std::vector<std::uint32_t>{};
+}
+
 void ComparePanel::Start(const Document& document) {
   if (job_.running()) return;
   if (document.kind != traces::EvidenceKind::kHistory) {
@@ -53,8 +59,20 @@ void ComparePanel::Start(const Document& document) {
   results_of_ = &document;
   job_.Start("replaying", [this, path, recorded, a = confs[0], b = confs[1]](Job& job) {
     auto input = evidence::EvidenceInput::Open(path);
-    const analysis::AllocationSequence sequence =
+    // Another framework's host memory (a profiler trace's CPU device) is not for a GPU policy to
+    // replay: left out, as `fragscope compare` leaves it out, and said so under the table.
+    pending_left_out_.clear();
+    for (const std::uint32_t device : input->header().ForeignHostDevices()) {
+      if (const traces::DeviceDescription* d = input->header().Device(device)) pending_left_out_[device] = d->backing;
+    }
+    analysis::AllocationSequence sequence =
         analysis::BuildAllocationSequence(input->header(), input->Blocks(), &input->tags());
+    const std::uint64_t allocations = sequence.allocations;
+    sequence = analysis::WithoutDevices(std::move(sequence), input->header().ForeignHostDevices());
+    if (allocations > 0 && sequence.allocations == 0) {
+      throw std::runtime_error("every allocation is of host memory (a CPU allocator's), none of GPU memory: "
+                               "nothing for a GPU allocator to replay");
+    }
     const std::vector<std::uint64_t> loads = analysis::PeakLoadByDevice(sequence);
     pending_load_.clear();
     for (std::size_t k = 0; k < sequence.devices.size() && k < loads.size(); ++k) {
@@ -117,6 +135,7 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
       sides_[i].selection.device = selection.device;
     }
     sequence_load_ = pending_load_;
+    left_out_ = pending_left_out_;
     pending_ready_ = false;
     result_ready_ = true;
     error_.clear();
@@ -177,16 +196,24 @@ void ComparePanel::Draw(const Document& document, Selection& selection) {
       ImGui::TextUnformatted(seconds.c_str());
     };
     row("as recorded", document.model->Metrics(selection.device), "-");
+    const auto left_out = left_out_.find(selection.device);
     for (const Side& side : sides_) {
+      if (left_out != left_out_.end()) break;
       const analysis::DeviceReplay* d = side.run.result.Device(selection.device);
       if (d != nullptr) row(side.Label(selection.device), d->metrics, fmt::format("{:.2f} s", side.run.result.seconds));
     }
     ImGui::EndTable();
     ImGui::TextDisabled("overhead = peak reserved / the trace's peak LOAD (%s)%s", FormatBytes(load).c_str(),
                         marked ? "; * ran out of memory: its figures leave out what failed" : "");
+    if (left_out != left_out_.end()) {
+      ImGui::TextWrapped("device %u holds host memory (%s), not GPU memory: the replays leave it out. "
+                         "Select a GPU device to compare.",
+                         selection.device, left_out->second.c_str());
+    }
   }
   // Side by side: each replay's timeline and its map as of the main cursor's event (by sequence
   // number; by time only if the replay could not say which op made each event).
+  if (left_out_.contains(selection.device)) return;  // no replay of it to draw
   const bool main_has_events = document.model->event_count() > 0;
   const traces::Event main_event = main_has_events ? document.model->event(selection.cursor) : traces::Event{};
   const double t = static_cast<double>(main_event.time_ns);

@@ -386,6 +386,8 @@ class ComparePanel {
   // What a side's replay met and was called (its configuration, and the recorded limit when it
   // was applied), and why no replay ran; for tests.
   std::uint64_t side_ooms(int side) const;
+  // The devices a side's replay ran.
+  std::vector<std::uint32_t> side_devices(int side) const;
   // A side's configuration as the table names it on `device`, with the recorded limit it was given.
   std::string side_label(int side, std::uint32_t device = 0) const { return sides_[side].Label(device); }
   // The limit a side's replay ran `device` under, when it was the recorded one (carried).
@@ -393,6 +395,8 @@ class ComparePanel {
     return sides_[side].limits.LimitOf(device);
   }
   const std::string& error() const { return error_; }
+  // The devices the replays left out (another framework's host memory), with their backing.
+  const std::map<std::uint32_t, std::string>& left_out_devices() const { return left_out_; }
   // The overhead column as last drawn ("as recorded" first, then side A and B): "1.04", "0.39*".
   const std::vector<std::string>& overhead_texts() const { return overhead_texts_; }
 
@@ -420,6 +424,9 @@ class ComparePanel {
   // The trace's own peak LOAD per device (the sequence's, as `fragscope compare` measures every row
   // against): written by the job with pending_, shown once ready.
   std::map<std::uint32_t, std::uint64_t> pending_load_, sequence_load_;
+  // The devices left out of the replays (traces::TraceHeader::ForeignHostDevices) and their backing:
+  // written by the job with pending_, shown once ready.
+  std::map<std::uint32_t, std::string> pending_left_out_, left_out_;
   std::vector<std::string> overhead_texts_;  // the overhead column as last drawn, row by row
   bool pending_ready_ = false;
   const Document* results_of_ = nullptr;  // the document the replays are of

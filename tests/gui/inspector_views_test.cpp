@@ -4,12 +4,15 @@
 // be opened.
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "../import/torch_profiler_fixtures.hpp"
 #include "app.hpp"
 #include "gui_support.hpp"
 
@@ -262,6 +265,40 @@ TEST(Inspector, EvidenceWithoutRegionsShowsNoFragmentation) {
   ASSERT_NE(ours, nullptr) << skip;
   ASSERT_TRUE(ours->WaitLoaded(false));
   EXPECT_FALSE(ours->document()->ReservedUnknown(ours->selection().device));
+}
+
+// A torch.profiler trace's CPU device is PyTorch's host memory: the inspector's compare leaves it
+// out of the replays, as `fragscope compare` does (it was replayed on a simulated GPU, a row of
+// numbers no GPU policy means), and says so when that device is selected.
+TEST(Inspector, CompareLeavesAProfilersHostMemoryOut) {
+  using traces::profiler_fixtures::MemoryEvent;
+  using traces::profiler_fixtures::Totals;
+  const auto cuda = [](double ts, std::int64_t bytes, std::uint64_t addr, std::uint64_t allocated) {
+    return MemoryEvent(ts, bytes, 1, 0, addr, "7", Totals{allocated, 8 * kMiB});
+  };
+  const std::string path = (std::filesystem::temp_directory_path() / "fragscope_compare_host.json").string();
+  std::ofstream(path, std::ios::binary) << traces::profiler_fixtures::Trace(
+      {cuda(10, kMiB, 0x100000, kMiB), MemoryEvent(15, 256, 0, -1, 0x9000), cuda(20, 2 * kMiB, 0x200000, 3 * kMiB),
+       MemoryEvent(25, -256, 0, -1, 0x9000), cuda(30, -kMiB, 0x100000, 2 * kMiB)});
+  std::string skip;
+  auto app = OpenApp(path, "compare", std::nullopt, &skip);
+  if (app == nullptr) GTEST_SKIP() << skip;
+  ASSERT_TRUE(app->WaitLoaded(false)) << app->load_error();
+  app->compare().SetConfs("growth=on", "growth=off,preallocate=1");
+  app->compare().Start(*app->document());
+  app->compare().Wait();
+  app->selection().device = 0;
+  Render(*app);
+  ASSERT_TRUE(app->compare().has_result()) << app->compare().error();
+  const std::map<std::uint32_t, std::string> expected = {{1000000u, "pytorch host memory"}};
+  EXPECT_EQ(app->compare().left_out_devices(), expected);
+  EXPECT_EQ(app->compare().overhead_texts().size(), 3u);  // as recorded, A, B
+  for (int side = 0; side < 2; ++side) EXPECT_EQ(app->compare().side_devices(side), std::vector<std::uint32_t>{0});
+  app->selection().device = 1000000;
+  Render(*app);
+  EXPECT_EQ(app->compare().overhead_texts().size(), 1u);  // as recorded only: no replay of host memory
+  app.reset();
+  std::filesystem::remove(path);
 }
 
 }  // namespace

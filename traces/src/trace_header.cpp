@@ -22,4 +22,12 @@ bool IsForeignHostMemory(const DeviceDescription& device) {
   return std::string_view(device.backing).ends_with("host memory");
 }
 
+std::vector<std::uint32_t> TraceHeader::ForeignHostDevices() const {
+  std::vector<std::uint32_t> indices;
+  for (const DeviceDescription& device : devices) {
+    if (IsForeignHostMemory(device)) indices.push_back(device.index);
+  }
+  return indices;
+}
+
 }  // namespace fragscope::traces

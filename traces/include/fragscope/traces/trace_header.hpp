@@ -159,6 +159,10 @@ struct TraceHeader {
     for (const auto& device : devices) if (device.index == index) return &device;
     return nullptr;
   }
+  // The indices of the devices that hold another framework's host memory (IsForeignHostMemory):
+  // replays of GPU policies leave them out, in `fragscope replay` / `compare` / `min-limit` and in
+  // the inspector's compare alike.
+  std::vector<std::uint32_t> ForeignHostDevices() const;
   bool operator==(const TraceHeader&) const = default;
 };
 
