@@ -104,6 +104,31 @@ TEST(Train, DataParallelEqualsSingleDevice) {
   EXPECT_GT(b.steps[3].reserved, 0u);
 }
 
+// A data-parallel run whose device 1 runs out: the "oom at step" marker is on device 1 only (it was
+// on every device, so the inspector drew device 1's OOM on device 0's timeline too).
+TEST(Train, TheOomMarkerIsOnTheDeviceThatRanOut) {
+  TrainOptions options = CpuOptions("tiny", 16, 2);
+  options.alloc_conf = ParseAllocConf("backing=host,virtual_devices=256MiB+2MiB");
+  options.trace_path = TempPath("dp_oom.fst");
+  const TrainResult r = Train(options);
+  ASSERT_TRUE(r.oom);
+  EXPECT_EQ(r.oom->device, 1u);
+  const traces::Trace trace = traces::ReadTrace(options.trace_path);
+  std::vector<std::pair<std::uint32_t, std::string>> oom_markers;
+  std::size_t step_begins = 0;
+  for (const auto& e : trace.events) {
+    if (e.type != traces::EventType::kMarker) continue;
+    const std::string name = trace.TagName(e.tag);
+    if (name.starts_with("oom at step")) oom_markers.emplace_back(e.device, name);
+    step_begins += name == "step 0 begin";
+  }
+  EXPECT_EQ(step_begins, 2u) << "the step markers stay on both devices";
+  const std::vector<std::pair<std::uint32_t, std::string>> expected = {
+      {1u, "oom at step " + std::to_string(r.oom_context.step) + " (" + r.oom_context.phase + ")"}};
+  EXPECT_EQ(oom_markers, expected);
+  std::filesystem::remove(options.trace_path);
+}
+
 TEST(Train, CpuBackendRefusesSimBacking) {
   TrainOptions options = CpuOptions("tiny", 4, 1);
   options.alloc_conf = ParseAllocConf("backing=sim");

@@ -312,7 +312,11 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const St
     }
     result.oom_context = ctx;
     if (result.oom) {
-      for (auto& dev : devs) dev.Mark(fmt::format("oom at step {} ({})", ctx.step, ctx.phase));
+      // On the device that ran out only: the inspector draws a device's markers on its own
+      // timeline, and device 0 of a data-parallel run did not fail when device 1 did.
+      for (auto& dev : devs) {
+        if (dev.allocator().device() == result.oom->device) dev.Mark(fmt::format("oom at step {} ({})", ctx.step, ctx.phase));
+      }
     }
   }  // every tensor is freed here, so the trace ends with nothing live
   // An OOM must leave the allocators intact (a broken invariant is a fragscope bug: it throws).
