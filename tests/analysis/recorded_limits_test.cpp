@@ -19,6 +19,8 @@ TEST(RecordedLimits, VirtualDevicesAreCarriedWithTheirSizes) {
   EXPECT_EQ(side.LimitOf(1), 200 * kMiB);
   EXPECT_EQ(side.LimitOf(2), std::nullopt);
   EXPECT_EQ(side.Note(1), " (limit 200.00 MiB as recorded, virtual device 1 of 2)");
+  // For every device at once (`fragscope compare`'s rows, `replay`'s allocator line).
+  EXPECT_EQ(side.Summary(), "virtual devices 1.00 GiB + 200.00 MiB as recorded");
 }
 
 TEST(RecordedLimits, OneLimitIsCarriedToEveryDevice) {
@@ -28,6 +30,7 @@ TEST(RecordedLimits, OneLimitIsCarriedToEveryDevice) {
   EXPECT_EQ(side.conf.limit, 2048 * kMiB);
   EXPECT_EQ(side.LimitOf(3), 2048 * kMiB);
   EXPECT_EQ(side.Note(0), " (limit 2.00 GiB as recorded)");
+  EXPECT_EQ(side.Summary(), "limit 2.00 GiB as recorded");
 }
 
 TEST(RecordedLimits, ASideWithItsOwnLimitOrNothingRecordedKeepsItsConfiguration) {
@@ -37,6 +40,7 @@ TEST(RecordedLimits, ASideWithItsOwnLimitOrNothingRecordedKeepsItsConfiguration)
   EXPECT_EQ(own.conf.limit, 4096 * kMiB);
   EXPECT_TRUE(own.conf.virtual_devices.empty());
   EXPECT_EQ(own.Note(0), "");
+  EXPECT_EQ(own.Summary(), "");
   const RecordedLimits own_devices = WithRecordedLimits(ParseAllocConf("virtual_devices=300MiB"), &recorded);
   EXPECT_FALSE(own_devices.carried);
   EXPECT_EQ(own_devices.conf.virtual_devices, (std::vector<std::uint64_t>{300 * kMiB}));

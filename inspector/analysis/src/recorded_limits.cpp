@@ -38,4 +38,12 @@ std::string RecordedLimits::Note(std::uint32_t device) const {
                      conf.virtual_devices.size());
 }
 
+std::string RecordedLimits::Summary() const {
+  if (!carried) return {};
+  if (conf.virtual_devices.empty()) return fmt::format("limit {} as recorded", FormatBytes(conf.limit.value_or(0)));
+  std::string sizes;
+  for (const std::uint64_t size : conf.virtual_devices) sizes += (sizes.empty() ? "" : " + ") + FormatBytes(size);
+  return fmt::format("virtual devices {} as recorded", sizes);
+}
+
 }  // namespace fragscope::analysis

@@ -21,6 +21,9 @@ struct RecordedLimits {
   // For a label: " (limit 200.00 MiB as recorded)", with ", virtual device 1 of 2" for virtual
   // devices; empty where nothing was carried for `device`.
   std::string Note(std::uint32_t device) const;
+  // For every device at once: "limit 2.00 GiB as recorded", "virtual devices 200.00 MiB + 1.00 GiB
+  // as recorded"; empty where nothing was carried.
+  std::string Summary() const;
 };
 
 // `conf` with the recorded configuration's virtual devices (their sizes, each device its own limit,
