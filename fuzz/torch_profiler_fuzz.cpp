@@ -1,7 +1,7 @@
 // libFuzzer target: the torch.profiler trace reader over arbitrary bytes (JSON, gzip or not).
 // Either a TraceError, or a trace that keeps the reader's promises: one global order of events,
 // times that never go back, every free ending a live allocation of its device with its size, no
-// address live twice, tags in range, every event on a described device.
+// address live twice, tags in range, every event on a described device, OOMs without invented causes.
 // Built by `fuzz/run.sh torch_profiler`. Any other exception, sanitizer report, hang or runaway
 // memory is a finding.
 #include <cstdint>
@@ -40,6 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Check(it != live.end());
       Check(it->second.alloc_id == e.alloc_id && it->second.size == e.size);
       live.erase(it);
+    } else if (e.type == EventType::kOom) {
+      // "[OutOfMemory]" gives no limit: no cause but what a request above 4 EiB decides alone, and
+      // a reserved count never below the bytes in use.
+      Check(e.oom.cause == OomCause::kUnknown || e.oom.cause == OomCause::kRequestTooLarge);
+      Check(!e.oom.Has(kOomReserved | kOomInUse) || e.oom.reserved >= e.oom.in_use);
     }
   }
   return 0;

@@ -86,6 +86,39 @@ TEST_F(Cli, ProfilerWindowReportsAbsolutePeaksAndRecordedReservedMemory) {
             std::string::npos) << text.out;
 }
 
+// An allocation that failed while the profiler ran ("[OutOfMemory]"): an OOM of the history, with
+// the request and the totals the event gives, and no limit (the cause is unknown); exit code 1.
+TEST_F(Cli, ProfilerOutOfMemoryEventIsAnOom) {
+  using fragscope::traces::profiler_fixtures::OomEvent;
+  const std::string trace = Write(
+      "oom.json", fragscope::traces::profiler_fixtures::Trace(
+                      {MemoryEvent(1000, 20 * kMiB, 1, 0, 0x1000, "7", Totals{20 * kMiB, 40 * kMiB}),
+                       OomEvent(1005, 64 * kMiB, 1, 0, Totals{20 * kMiB, 40 * kMiB})}));
+  const CliResult json = Run({"report", trace, "--json"});
+  ASSERT_EQ(json.code, 1) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto& gpu = doc["devices"][0];
+  ASSERT_EQ(gpu["ooms"].size(), 1u) << gpu;
+  const auto& oom = gpu["ooms"][0];
+  EXPECT_EQ(oom["device"], 0);
+  EXPECT_EQ(oom["request"], 64 * kMiB);
+  EXPECT_EQ(oom["rounded"], 64 * kMiB);
+  EXPECT_EQ(oom["in_use"], 20 * kMiB);
+  EXPECT_EQ(oom["reserved"], 40 * kMiB);
+  EXPECT_EQ(oom["free_in_regions"], 20 * kMiB);
+  for (const char* key : {"limit", "headroom", "largest_free", "live_requested"}) {
+    EXPECT_TRUE(oom[key].is_null()) << key << oom;
+  }
+  EXPECT_EQ(oom["cause"], "unknown");
+  EXPECT_EQ(oom["explanation"], "a request of 64.00 MiB failed with 20.00 MiB in use; the evidence gives no limit, "
+                                "so capacity and fragmentation cannot be told apart");
+
+  const CliResult text = Run({"report", trace});
+  ASSERT_EQ(text.code, 1) << text.err;
+  EXPECT_NE(text.out.find("0        20.00 MiB    20.00 MiB      40.00 MiB      2.00       0.50          -     1"),
+            std::string::npos) << text.out;
+}
+
 // The profiler's CPU device is PyTorch's host memory: replays of GPU policies leave it out (before,
 // it ran on an 80 GiB simulated GPU, and compare's rows summed it in), and say so.
 TEST_F(Cli, ReplaysLeaveAProfilersHostMemoryOut) {

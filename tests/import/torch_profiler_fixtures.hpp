@@ -1,5 +1,5 @@
 // Small torch.profiler Chrome traces written in the tests (the shape Kineto writes), shared by
-// torch_profiler_test.cpp and torch_profiler_totals_test.cpp.
+// the torch_profiler_*_test.cpp files and the command-line tests.
 #pragma once
 
 #include <zlib.h>
@@ -43,6 +43,19 @@ inline std::string MemoryEvent(double ts, std::int64_t bytes, std::int64_t devic
   if (totals) args += fmt::format(R"(, "Total Reserved": {}, "Total Allocated": {})", totals->reserved, totals->allocated);
   return fmt::format(R"({{"ph": "i", "s": "t", "name": "[memory]", "pid": 7, "tid": {}, "ts": {}, "args": {{{}}}}})",
                      tid, ts, args);
+}
+
+// An "[OutOfMemory]" instant event as Kineto writes it (PyTorch's reportOutOfMemory): the device,
+// the request's "Bytes" (none where `bytes` is absent) and, with `totals`, the allocator's totals
+// at the failure.
+inline std::string OomEvent(double ts, std::optional<std::int64_t> bytes, std::int64_t device_type,
+                            std::int64_t device_id, std::optional<Totals> totals = std::nullopt) {
+  std::string args = fmt::format(R"("Device Type": {}, "Device Id": {})", device_type, device_id);
+  if (bytes) args += fmt::format(R"(, "Bytes": {})", *bytes);
+  if (totals) args += fmt::format(R"(, "Total Reserved": {}, "Total Allocated": {})", totals->reserved, totals->allocated);
+  return fmt::format(
+      R"({{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[OutOfMemory]", "pid": 7, "tid": 7, "ts": {}, "args": {{{}}}}})",
+      ts, args);
 }
 
 inline std::string Span(const std::string& name, double ts, double dur, const std::string& cat = "cpu_op") {

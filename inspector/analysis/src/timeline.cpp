@@ -200,9 +200,12 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
         break;
       }
     }
+    // Reserved memory known only as a running total (torch.profiler) lies at invented addresses:
+    // its regions' free ranges are no holes either.
+    const bool no_layout = impl_->header.source.ReservedWithoutLayout(device);
     std::vector<Hole> holes;
     for (const RegionState& region : state.regions) {
-      if (moment != nullptr && !moment->layout_complete) break;
+      if (no_layout || (moment != nullptr && !moment->layout_complete)) break;
       holes.insert(holes.end(), region.holes.begin(), region.holes.end());
     }
     auto distance = [want](const Hole& h) { return h.size > want ? h.size - want : want - h.size; };

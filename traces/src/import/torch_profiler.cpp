@@ -41,18 +41,27 @@ std::string DeviceTypeName(std::int64_t type) {
   }
 }
 
-// For each memory event (in time order), the innermost operator span on its thread that holds it.
-std::vector<std::string> EnclosingOps(const std::vector<MemoryEvent>& memory, std::vector<Span> ops) {
-  std::vector<std::string> out(memory.size());
-  std::map<std::string, std::vector<std::size_t>> by_thread;
-  for (std::size_t i = 0; i < memory.size(); ++i) by_thread[memory[i].tid].push_back(i);
-  std::map<std::string, std::vector<Span>> spans;
+using SpansByThread = std::map<std::string, std::vector<Span>>;
+
+// The operator spans per thread, by start; outer spans first where two start together, so the
+// stack nests.
+SpansByThread ByThread(std::vector<Span> ops) {
+  SpansByThread spans;
   for (Span& s : ops) spans[s.tid].push_back(std::move(s));
   for (auto& [tid, list] : spans) {
-    // Outer spans first where two start together, so the stack nests.
     std::sort(list.begin(), list.end(), [](const Span& a, const Span& b) {
       return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
     });
+  }
+  return spans;
+}
+
+// For each memory event (in time order), the innermost operator span on its thread that holds it.
+std::vector<std::string> EnclosingOps(const std::vector<MemoryEvent>& memory, const SpansByThread& spans) {
+  std::vector<std::string> out(memory.size());
+  std::map<std::string, std::vector<std::size_t>> by_thread;
+  for (std::size_t i = 0; i < memory.size(); ++i) by_thread[memory[i].tid].push_back(i);
+  for (const auto& [tid, list] : spans) {
     const auto found = by_thread.find(tid);
     if (found == by_thread.end()) continue;
     std::vector<const Span*> open;
@@ -149,6 +158,33 @@ std::map<std::uint32_t, DeviceTotals> ReadTotals(const std::vector<MemoryEvent>&
   return totals;
 }
 
+// An "[OutOfMemory]" event's numbers (docs/importers.md): the request ("Bytes", already rounded by
+// the caching allocator) and the allocator's totals at the failure where the event has them. The
+// event gives no limit and not the device's free memory, so ClassifyOom leaves the cause unknown.
+OomRecord OomNumbers(const MemoryEvent& m) {
+  OomRecord r;
+  r.present = 0;
+  if (m.bytes > 0) {
+    r.request = r.rounded = static_cast<std::uint64_t>(m.bytes);
+    r.present |= kOomRequest | kOomRounded;
+  }
+  if (m.total_allocated) {
+    r.in_use = *m.total_allocated;
+    r.present |= kOomInUse;
+  }
+  // PyTorch's CPU allocator keeps no pool and reports 0 reserved: no reserved count, not 0 bytes.
+  if (m.total_reserved && m.device_type != kCpu && (!m.total_allocated || *m.total_reserved >= *m.total_allocated)) {
+    r.reserved = *m.total_reserved;
+    r.present |= kOomReserved;
+  }
+  if (r.Has(kOomInUse | kOomReserved)) {
+    r.free_in_regions = r.reserved - r.in_use;
+    r.present |= kOomFreeInRegions;
+  }
+  r.cause = ClassifyOom(r, false);
+  return r;
+}
+
 }  // namespace
 
 bool LooksLikeTorchProfilerTrace(std::string_view head) {
@@ -180,7 +216,7 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
     bytes = inflated;
   }
   Scan scan = ScanJson(bytes, name, limits);
-  if (scan.memory.empty()) {
+  if (scan.memory.empty() && scan.ooms.empty()) {
     if (scan.cut_at) {
       throw TraceError(name, *scan.cut_at, "the trace breaks off before its JSON is complete (cut while it was "
                                            "written?), with no memory event before the cut");
@@ -198,9 +234,15 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
   inflated.shrink_to_fit();
 
   std::vector<MemoryEvent>& memory = scan.memory;
-  std::stable_sort(memory.begin(), memory.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts < b.ts; });
-  const std::vector<std::string> ops = EnclosingOps(memory, std::move(scan.ops));
-  double t0 = memory.front().ts;
+  std::vector<MemoryEvent>& ooms = scan.ooms;
+  const auto by_time = [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts < b.ts; };
+  std::stable_sort(memory.begin(), memory.end(), by_time);
+  std::stable_sort(ooms.begin(), ooms.end(), by_time);
+  const SpansByThread spans = ByThread(std::move(scan.ops));
+  const std::vector<std::string> ops = EnclosingOps(memory, spans);
+  const std::vector<std::string> oom_ops = EnclosingOps(ooms, spans);
+  double t0 = memory.empty() ? ooms.front().ts : memory.front().ts;
+  if (!ooms.empty()) t0 = std::min(t0, ooms.front().ts);
   for (const Span& s : scan.steps) t0 = std::min(t0, s.begin);
   const auto ns = [t0](double ts) {
     const long double v = (static_cast<long double>(ts) - t0) * 1000.0L;
@@ -223,10 +265,11 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
   };
   std::map<std::uint32_t, DeviceDescription> devices;
   bool addresses = true;
-  for (const MemoryEvent& m : memory) {
-    addresses = addresses && m.addr.has_value();
+  for (const MemoryEvent& m : memory) addresses = addresses && m.addr.has_value();
+  // A device of its own for each one named, by a memory event or an OOM.
+  const auto describe = [&](const MemoryEvent& m) {
     const std::uint32_t index = index_of(m);
-    if (devices.count(index)) continue;
+    if (devices.count(index)) return;
     DeviceDescription d;
     d.index = index;
     d.backing = "pytorch";
@@ -243,7 +286,9 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
       d.name = fmt::format("{}:{}", DeviceTypeName(m.device_type), std::max<std::int64_t>(m.device_id, 0));
     }
     devices.emplace(index, std::move(d));
-  }
+  };
+  for (const MemoryEvent& m : memory) describe(m);
+  for (const MemoryEvent& m : ooms) describe(m);
   for (auto& [index, d] : devices) trace.header.devices.push_back(d);
 
   TraceBuilder build(trace);
@@ -391,11 +436,38 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
     e.size = e.rounded = freed->size;
     e.alloc_id = freed->alloc_id;
   };
-  for (std::size_t i = 0; i < memory.size(); ++i) {
-    const MemoryEvent& m = memory[i];
-    for (; mark < marks.size() && marks[mark].ts <= m.ts; ++mark) {
+  const auto marks_until = [&](double ts) {
+    for (; mark < marks.size() && marks[mark].ts <= ts; ++mark) {
       for (const auto& [index, d] : devices) build.Add(EventType::kMarker, index, ns(marks[mark].ts)).tag = build.Intern(marks[mark].text);
     }
+  };
+  // The OOMs before `next` (in time, then in the file; all of them for nullptr), each with the
+  // allocator's numbers at the failure as the event gives them.
+  std::size_t next_oom = 0;
+  const auto ooms_before = [&](const MemoryEvent* next) {
+    for (; next_oom < ooms.size(); ++next_oom) {
+      const MemoryEvent& o = ooms[next_oom];
+      if (next != nullptr && (o.ts > next->ts || (o.ts == next->ts && o.order > next->order))) return;
+      marks_until(o.ts);
+      const std::uint32_t device = index_of(o);
+      const std::pair<const char*, std::optional<std::uint64_t>> totals_at_oom[] = {
+          {"Total Allocated", o.total_allocated}, {"Total Reserved", o.total_reserved}};
+      for (const auto& [key, total] : totals_at_oom) {
+        if (total && !IsRepresentableSize(*total)) {
+          throw TraceError(name, fmt::format("\"[OutOfMemory]\" event at ts {} µs: \"{}\" {}", o.ts, key,
+                                             OversizeMessage(*total)));
+        }
+      }
+      Event& e = build.Add(EventType::kOom, device, ns(o.ts));
+      e.oom = OomNumbers(o);
+      e.size = e.rounded = e.oom.request;
+      e.tag = build.Intern(oom_ops[next_oom]);
+    }
+  };
+  for (std::size_t i = 0; i < memory.size(); ++i) {
+    const MemoryEvent& m = memory[i];
+    ooms_before(&m);
+    marks_until(m.ts);
     if (m.bytes == 0) continue;  // nothing allocated, nothing freed
     const std::uint32_t device = index_of(m);
     const std::uint64_t size = m.bytes > 0 ? static_cast<std::uint64_t>(m.bytes) : 0 - static_cast<std::uint64_t>(m.bytes);
@@ -408,6 +480,7 @@ Trace ParseTorchProfilerTrace(std::string_view bytes, const std::string& name, c
     else release(device, m, size);
     reserve_to(device, m, false);
   }
+  ooms_before(nullptr);
   for (; mark < marks.size(); ++mark) {
     for (const auto& [index, d] : devices) build.Add(EventType::kMarker, index, ns(marks[mark].ts)).tag = build.Intern(marks[mark].text);
   }

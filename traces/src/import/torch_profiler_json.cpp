@@ -1,6 +1,6 @@
 // The SAX handler of the torch.profiler reader (torch_profiler_json.hpp): it keeps only what becomes
-// events — the "[memory]" instants, the operator spans around them and the device properties — so
-// a trace of a few hundred megabytes does not become a DOM ten times its size.
+// events — the "[memory]" and "[OutOfMemory]" instants, the operator spans around them and the
+// device properties — so a trace of a few hundred megabytes does not become a DOM ten times its size.
 #include "torch_profiler_json.hpp"
 
 #include <cmath>
@@ -188,21 +188,28 @@ class Handler : public nlohmann::json_sax<json> {
   void EndEvent() {
     const std::uint64_t order = ++out_.events_seen;
     if (!event_.ts || !std::isfinite(*event_.ts) || *event_.ts < 0) return;  // metadata ("M") has none
-    if (event_.name == "[memory]" && event_.bytes) {
-      if (out_.memory.size() >= limits_.max_events) {
+    const bool oom = event_.name == "[OutOfMemory]";
+    if ((event_.name == "[memory]" && event_.bytes) || oom) {
+      if (out_.memory.size() + out_.ooms.size() >= limits_.max_events) {
         throw TraceError(name_, fmt::format("more than {} memory events (--max-events)", limits_.max_events));
+      }
+      // A failed request of no bytes or fewer is no request: the event is broken, not an OOM of 0.
+      if (oom && event_.bytes && *event_.bytes <= 0) {
+        throw TraceError(name_, fmt::format("\"[OutOfMemory]\" event at ts {} µs: \"Bytes\" {} is not a request "
+                                            "size (a failed allocation asks for at least 1 byte)",
+                                            *event_.ts, *event_.bytes));
       }
       MemoryEvent m;
       m.ts = *event_.ts;
       m.tid = event_.tid;
       m.device_type = event_.device_type.value_or(kCpu);
       m.device_id = event_.device_id.value_or(-1);
-      m.bytes = *event_.bytes;
-      m.addr = event_.addr;
+      m.bytes = event_.bytes.value_or(0);
+      m.addr = oom ? std::nullopt : event_.addr;
       m.total_allocated = event_.total_allocated;
       m.total_reserved = event_.total_reserved;
       m.order = order;
-      out_.memory.push_back(std::move(m));
+      (oom ? out_.ooms : out_.memory).push_back(std::move(m));
       return;
     }
     if (event_.ph != "X" || !event_.dur || !std::isfinite(*event_.dur) || *event_.dur < 0) return;

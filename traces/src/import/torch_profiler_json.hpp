@@ -1,8 +1,9 @@
 // The part of a torch.profiler Chrome trace that becomes events, read from its JSON with a SAX
-// handler: the "[memory]" instants, the operator and step spans around them, the device
-// properties and whether memory profiling was on. The JSON goes through lenient::Reader, so a raw
-// control character, a byte that is not UTF-8 or a trailing comma costs a warning, not the trace;
-// a trace cut while it was written (the JSON ends early) keeps what came before the cut.
+// handler: the "[memory]" and "[OutOfMemory]" instants, the operator and step spans around them,
+// the device properties and whether memory profiling was on. The JSON goes through
+// lenient::Reader, so a raw control character, a byte that is not UTF-8 or a trailing comma costs
+// a warning, not the trace; a trace cut while it was written (the JSON ends early) keeps what came
+// before the cut.
 // torch_profiler.cpp turns the result into fragscope events.
 #pragma once
 
@@ -49,6 +50,9 @@ struct GpuProperties {
 
 struct Scan {
   std::vector<MemoryEvent> memory;  // in file order
+  // "[OutOfMemory]" instants (the allocator's reportOutOfMemoryToProfiler), in file order: `bytes`
+  // is the request (0 where the event gives none), the totals those at the failure; never an addr.
+  std::vector<MemoryEvent> ooms;
   std::vector<Span> ops;            // cpu_op / Operator / user_annotation spans
   std::vector<Span> steps;          // ProfilerStep#N spans
   std::map<std::int64_t, GpuProperties> gpus;
