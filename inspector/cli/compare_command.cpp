@@ -151,7 +151,7 @@ int RunCompare(const CompareOptions& command) {
     recorded.erase("limit_as_recorded");
     recorded["producer"] = recorded["alloc_conf"];
     recorded.erase("alloc_conf");
-    nlohmann::json out{{"trace", command.trace}, {"events", sequence.ops.size()}, {"peak_load", load},
+    nlohmann::json out{{"trace", DisplayName(command.trace)}, {"events", sequence.ops.size()}, {"peak_load", load},
                        {"recorded", recorded}, {"configurations", rows}};
     if (before.blocks > 0)
       out["before_recording"] = {

@@ -91,7 +91,7 @@ int RunReplay(const ReplayCommandOptions& command) {
       json["peak_high_water"] = device.final_stats.peak_high_water;
       devices.push_back(std::move(json));
     }
-    const nlohmann::json out = {{"trace", command.trace},
+    const nlohmann::json out = {{"trace", DisplayName(command.trace)},
                                 {"alloc_conf", options.conf.ToString()},
                                 {"limit_as_recorded", limits.carried},
                                 {"events", result.ops_replayed},
@@ -145,7 +145,7 @@ int RunMinLimit(const MinLimitOptions& command) {
   const analysis::MinLimitResult result = analysis::FindMinLimit(sequence, options);
   const double overhead = analysis::DeviceMetrics::Overhead(result.min_limit, result.peak_load);
   if (command.json) {
-    fmt::print("{}\n", nlohmann::json{{"trace", command.trace},
+    fmt::print("{}\n", nlohmann::json{{"trace", DisplayName(command.trace)},
                                       {"alloc_conf", options.conf.ToString()},
                                       {"fits", result.fits_at_all},
                                       // Nothing fits: there is no smallest limit (null, not 0).

@@ -100,7 +100,7 @@ void PrintReportJson(const ReportView& view) {
     list.push_back(std::move(device));
   }
   const nlohmann::json warnings = view.warnings;  // the source's first
-  nlohmann::json out = {{"trace", view.trace},
+  nlohmann::json out = {{"trace", DisplayName(view.trace)},
                               {"format", view.format},
                               {"producer", header.producer},
                               {"alloc_conf", header.alloc_conf},

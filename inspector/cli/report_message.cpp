@@ -129,8 +129,9 @@ void PrintJson(const std::string& trace, const std::string& format, const std::v
     if (w.request) entry["request"] = w.request->bytes;
     not_failure_list.push_back(std::move(entry));
   }
-  const nlohmann::json out = {{"trace", trace}, {"format", format}, {"kind", "message"}, {"events", 0},
-                              {"devices", list}, {"not_failures", not_failure_list}, {"warnings", warnings}};
+  const nlohmann::json out = {{"trace", DisplayName(trace)}, {"format", format}, {"kind", "message"},
+                              {"events", 0}, {"devices", list}, {"not_failures", not_failure_list},
+                              {"warnings", warnings}};
   fmt::print("{}\n", out.dump(2));
 }
 

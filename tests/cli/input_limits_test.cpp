@@ -128,6 +128,10 @@ TEST_F(InputLimits, StandardInputReadsEveryFormat) {
   const std::string cli = Quote(FRAGSCOPE_CLI);
   const Result twice = run_shell("cat " + Quote(Sample("synth-oom.fst")) + " | " + cli + " report - --json");
   EXPECT_EQ(twice.code, 1) << twice.err;
+  // Standard input is named as the docs say, in JSON as in the text report.
+  EXPECT_EQ(nlohmann::json::parse(twice.out)["trace"], "<stdin>");
+  const Result text = run_shell("cat " + Quote(Sample("synth-small.fst")) + " | " + cli + " report -");
+  EXPECT_EQ(text.out.rfind("trace      <stdin> (", 0), 0u) << text.out;
   const Result compare = run_shell("cat " + Quote(Path("oom.jsonl")) + " | " + cli +
                                    " compare - --alloc-conf growth=on --json");
   EXPECT_EQ(compare.code, 0) << compare.err;
