@@ -218,8 +218,8 @@ TEST_F(StateReport, FreeChunksOnlyTheBinLinesShowAreFreeAtLeast) {
   ASSERT_EQ(text.code, 1) << text.err;  // "Bin for": TF dumps only at an OOM
   EXPECT_NE(text.out.find("in use at least 1.25 MiB, reserved at least 5.25 MiB, limit unknown"), std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("free at least 4.00 MiB inside its regions (with the free chunks its own summary lines "
-                          "show beyond the listed layout), the largest at least 2.50 MiB"),
+  EXPECT_NE(text.out.find("free at least 4.00 MiB inside its regions (the free chunks it shows, listed or only in "
+                          "its own summary lines), the largest at least 2.50 MiB"),
             std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("its bin lines and Chunk State table show 2 free chunks of about 4.00 MiB that the chunk "
@@ -235,7 +235,58 @@ TEST_F(StateReport, FreeChunksOnlyTheBinLinesShowAreFreeAtLeast) {
   EXPECT_EQ(device["largest_free"], 2621440);
   const auto& oom = device["ooms"][0];
   EXPECT_EQ(oom["largest_free"], 2621440);
-  EXPECT_EQ(oom["free_in_regions"], 4194304);
+  // No reserved count: the 4 MiB are free at least (the device's free_at_least), not the OOM's free
+  // in regions, which is unknown with the reserved bytes and the headroom.
+  EXPECT_TRUE(oom["free_in_regions"].is_null()) << oom;
+  EXPECT_TRUE(oom["reserved"].is_null()) << oom;
+}
+
+// TF 1.8, its chunk list cut after one 50 MiB chunk (and a 10 MiB free one), no reserved count:
+// Stats InUse 100 MiB of a 200 MiB limit, 64 MiB asked. The regions hold at least 110 MiB, said once
+// and alike in every line; the OOM's reserved, free and headroom are unknown, and so is the cause
+// (the regions past the cut may fill the limit: fragmentation; or not: the device refused one).
+TEST_F(StateReport, ACutListWithoutAReservedCountLeavesTheCauseUnknown) {
+  const std::string log = Path("tf18_cut.log");
+  std::ofstream(log) << "W bfc_allocator.cc:275] Allocator (GPU_1_bfc) ran out of memory trying to allocate 64.00MiB.  "
+                        "Current allocation summary follows.
+"
+                        "I bfc_allocator.cc:665] Chunk at 0x10600000000 of size 52428800
+"
+                        "I bfc_allocator.cc:665] Free at 0x10603200000 of size 10485760
+"
+                        "I bfc_allocator.cc:680] Stats: 
+"
+                        "Limit:                    209715200
+"
+                        "InUse:                    104857600
+"
+                        "MaxInUse:                 157286400
+"
+                        "NumAllocs:                      900
+"
+                        "MaxAllocSize:              52428800
+";
+  const CliResult text = Run({"report", log});
+  ASSERT_EQ(text.code, 1) << text.err;
+  EXPECT_NE(text.out.find("in use 100.00 MiB (its own count), reserved at least 110.00 MiB, limit 200.00 MiB"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("its regions hold at least 110.00 MiB"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("at least 60.00 MiB"), std::string::npos) << text.out;  // the listed region alone
+  EXPECT_NE(text.out.find("cause: unknown: a request of 64.00 MiB failed with 100.00 MiB in use, within the limit of "
+                          "200.00 MiB; the evidence gives no reserved bytes"),
+            std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("another process"), std::string::npos) << text.out;
+  const CliResult json = Run({"report", log, "--json"});
+  ASSERT_EQ(json.code, 1) << json.err;
+  const auto device = nlohmann::json::parse(json.out)["devices"][0];
+  EXPECT_TRUE(device["reserved"].is_null());
+  EXPECT_EQ(device["free_at_least"], 10485760);
+  const auto& oom = device["ooms"][0];
+  EXPECT_EQ(oom["cause"], "unknown");
+  EXPECT_EQ(oom["in_use"], 104857600);
+  EXPECT_EQ(oom["limit"], 209715200);
+  for (const char* key : {"reserved", "free_in_regions", "headroom"}) EXPECT_TRUE(oom[key].is_null()) << key << oom;
+  EXPECT_TRUE(oom["framework_advice"].is_null()) << oom;
 }
 
 // A paste of TF's "Summary of in-use Chunks by size" alone (quoted, as in an issue) is a fragment

@@ -79,9 +79,11 @@ StateText DescribeState(const traces::TraceHeader& header, const StateFindings& 
   const bool cut = !s.layout_complete && (s.regions > 0 || s.chunks > 0);
   // A lower bound by the evidence's word or because its listing is cut (StateFindings).
   const std::string in_use = s.in_use && s.in_use_at_least ? "at least " + FormatBytes(*s.in_use) : Optional(s.in_use);
-  // Regions hold at least what is listed, and what is in use and free besides.
+  // Regions hold at least what is listed, and what is in use and free besides (in use by its own
+  // count where the listing is cut).
   std::uint64_t reserved_bound = cut ? s.layout_reserved : 0;
-  if (s.free_at_least) reserved_bound = std::max(reserved_bound, s.in_use.value_or(0) + *s.free_at_least);
+  if (s.free_at_least || cut)
+    reserved_bound = std::max(reserved_bound, s.in_use.value_or(0) + s.free_at_least.value_or(0));
   const std::string reserved = !s.reserved && reserved_bound > 0 ? "at least " + FormatBytes(reserved_bound)
                                                                  : Optional(s.reserved);
   std::string numbers = fmt::format("in use {}{}, reserved {}{}, limit {}", in_use,
@@ -119,8 +121,8 @@ StateText DescribeState(const traces::TraceHeader& header, const StateFindings& 
   // The allocator's own counters where the evidence gives them (PyTorch's memory_summary()).
   for (std::string& sentence : CounterSentences(s)) out.lines.push_back(std::move(sentence));
   if (s.free_at_least) {
-    out.lines.push_back(fmt::format("free at least {} inside its {}s (with the free chunks its own summary lines show "
-                                    "beyond the listed layout){}",
+    out.lines.push_back(fmt::format("free at least {} inside its {}s (the free chunks it shows, listed or only in its "
+                                    "own summary lines){}",
                                     FormatBytes(*s.free_at_least), region,
                                     s.largest_free ? fmt::format(", the largest at least {}", FormatBytes(*s.largest_free))
                                                    : std::string()));

@@ -175,6 +175,9 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
               ? "find the size of the failed request (the \"ran out of memory trying to allocate\" line TensorFlow "
                 "prints before its dump, or the tensor shape of the failing op): with it these numbers decide the "
                 "cause"
+          : impl_->header.kind == traces::EvidenceKind::kState && e.oom.Has(traces::kOomLimit)
+              ? "find the whole dump (its chunk list uncut) or one that prints the reserved bytes (the pool "
+                "line's \"Total bytes in pool\", TensorFlow 2.x's Stats Reserved): with them the cause follows"
           : impl_->header.kind == traces::EvidenceKind::kState
               ? "find the limit the run had (TensorFlow prints it in the Stats block of a full dump, "
                 "XLA in its memory statistics): with the limit and the chunk list the cause follows"

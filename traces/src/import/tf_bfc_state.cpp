@@ -225,6 +225,9 @@ void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
   const std::uint64_t at_least = SaturatingAdd(in_use, std::max(free_at_least, largest));
   const bool reserved_bound = reserved < at_least;
   if (reserved_bound) reserved = at_least;
+  // Without a printed count the regions past the cut are not in the log either: the reserved bytes
+  // (and the free bytes and headroom that follow from them) are a lower bound, not a number.
+  d.reserved_at_least = printed == 0 || reserved_bound;
   const bool largest_unlisted = !stats_largest && d.unlisted_largest_free > d.largest_free;
   d.live_requested = SaturatingAdd(d.live_requested, in_use - d.in_use);
   d.in_use = in_use;
@@ -243,14 +246,19 @@ void TakeStatsWhereCut(TfBfcDump& d, const Warner& warn) {
     counts += fmt::format("{}{} in use in its summary by size", counts.empty() ? "" : ", ", d.summary_in_use);
   warn(d.line, fmt::format(
                    "the chunk list is incomplete: the chunks listed hold {} in use in {} of regions where the dump "
-                   "counts {}; the OOM's numbers are the dump's own counts: in use {}{}, reserved {}{}, free in "
-                   "regions {}, largest free {}{}",
+                   "counts {}; the OOM's numbers are the dump's own counts: in use {}{}, {}, largest free {}",
                    d.listed_in_use, d.listed_reserved, counts, d.in_use,
-                   !s.in_use && !SizeSummaryWhole(d) && in_use > d.listed_in_use ? " (at least)" : "", d.reserved,
-                   reserved_bound ? " (at least: not printed)" : "", d.free_in_regions, d.largest_free,
-                   stats_largest                          ? " (Stats LargestFreeBlock)"
-                   : largest_unlisted ? " (the largest the bin lines or the Chunk State table show: at least)"
-                                                          : " (the largest listed: at least)"));
+                   !s.in_use && !SizeSummaryWhole(d) && in_use > d.listed_in_use ? " (at least)" : "",
+                   d.reserved_at_least
+                       ? fmt::format("reserved at least {} (not printed: free in regions and headroom unknown)",
+                                     d.reserved)
+                       : fmt::format("reserved {}, free in regions {}", d.reserved, d.free_in_regions),
+                   stats_largest ? fmt::format("{} (Stats LargestFreeBlock)", d.largest_free)
+                   : largest_unlisted
+                       ? fmt::format("{} (the largest the bin lines or the Chunk State table show: at least)",
+                                     d.largest_free)
+                   : d.largest_free > 0 ? fmt::format("{} (the largest listed: at least)", d.largest_free)
+                                        : std::string("unknown (no free chunk listed)")));
 }
 
 // XLA 2026 prints its Stats block in human-readable units ("Limit: 89.77GiB"): where the dump gives
@@ -478,7 +486,7 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
     CheckBins(d, warn);
     TakeStatsWhereCut(d, warn);
   }
-  d.reserved_known = !d.regions.empty() || PrintedReserved(d) > 0;
+  d.reserved_known = !d.reserved_at_least && (!d.regions.empty() || PrintedReserved(d) > 0);
   const bool bar = !d.occupancy.empty() && d.occupancy.front() != '<';
   d.in_use_known = !d.chunks.empty() || d.stats.in_use || d.summary_lines > 0 || d.unlisted_in_use_chunks > 0 ||
                    (bar && d.reserved_known);
@@ -509,9 +517,12 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
   if (!d.reserved_known && (d.cause == OomCause::kBacking || d.cause == OomCause::kFragmentation)) {
     d.cause = OomCause::kUnknown;
     d.cause_known = false;
-    warn(d.line, "the dump lists no region and prints no reserved count: with the bytes in use and the request "
-                 "within the limit, a device that refused a new region (backing) and fragmentation cannot be told "
-                 "apart: cause unknown");
+    warn(d.line, fmt::format("{}: with the bytes in use and the request within the limit, a device that refused a "
+                             "new region (backing) and fragmentation cannot be told apart: cause unknown",
+                             d.reserved_at_least
+                                 ? fmt::format("the chunk list is cut and the dump prints no reserved count (its "
+                                               "regions hold at least {})", d.reserved)
+                                 : std::string("the dump lists no region and prints no reserved count")));
   }
   if (!d.chunks.empty() && d.largest_free >= d.rounded)
     warn(d.line, fmt::format("a free chunk of {} bytes would hold the {}-byte request: the dump does "

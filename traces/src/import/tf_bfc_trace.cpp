@@ -92,6 +92,9 @@ static StateSummary StateOf(const TfBfcDump& d, std::uint32_t device, std::uint6
   }
   const bool unlisted = d.unlisted_free_chunks > 0 || d.unlisted_in_use_chunks > 0;
   if (d.unlisted_free_chunks > 0) s.free_at_least = d.listed_free + d.unlisted_free_bytes;
+  // A cut list without a reserved count: the free bytes its regions hold at least are those the
+  // OOM's reserved bound counted (TakeStatsWhereCut), so the state and the OOM give one bound.
+  if (d.reserved_at_least && !s.reserved && d.reserved > d.in_use) s.free_at_least = d.reserved - d.in_use;
   std::uint64_t listed = 0, covered = 0, in_regions = 0;
   for (const TfBfcRegion& r : d.regions) {
     listed += r.size;

@@ -153,6 +153,10 @@ struct TfBfcDump {
   std::uint64_t listed_in_use = 0;
   std::uint64_t listed_reserved = 0;
   bool from_stats = false;
+  // A cut list without a printed reserved count: `reserved` is a lower bound (what is in use and
+  // the free chunks shown), so reserved_known is false and the OOM's reserved, free in regions and
+  // headroom are left out.
+  bool reserved_at_least = false;
   // Chunks the bin lines and the Chunk State table count that the chunk list lacks (by size
   // class), and their bytes as those lines print them (lower bounds: a chunk of bin N holds more
   // than N / 2 bytes in every era), within `unlisted_margin` of the truth; the bytes are exact where they fill the

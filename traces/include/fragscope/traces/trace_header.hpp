@@ -72,8 +72,9 @@ struct StateSummary {
   // Lower bounds where the evidence shows only part of a number. in_use_at_least: in_use is at
   // least that (a pasted "Summary of in-use chunks by size" that may be cut). free_at_least: at
   // least this many bytes inside the regions are free, counting the free chunks the evidence's
-  // summary lines show beyond its listed layout (TensorFlow's bin lines and Chunk State table);
-  // absent when only the layout gives free bytes.
+  // summary lines show beyond its listed layout (TensorFlow's bin lines and Chunk State table), or
+  // those a cut list shows where no reserved count is printed (so that in use + free_at_least is
+  // the one lower bound of reserved); absent when only a whole layout gives free bytes.
   bool in_use_at_least = false;
   std::optional<std::uint64_t> free_at_least;
   bool layout_complete = true;              // the listed regions and chunks are all there were
