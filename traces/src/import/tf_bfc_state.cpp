@@ -440,7 +440,9 @@ void FinalizeTfBfcDump(TfBfcDump& d, const std::string& name) {
     warn(d.line, fmt::format("no \"ran out of memory\" header: a fragment of a dump; request, allocator{} "
                              "unknown, no oom event",
                              d.stats.limit || d.memory_limit ? " (the limit is the dump's own)" : " and limit"));
-  else if (!d.request_exact && d.request > 0 && !request_from_bin)
+  // "(rounded to N)" gives the rounded request exactly, and the rounded size is what the cause is
+  // decided by: the printed digits of the request then matter to nothing.
+  else if (!d.request_exact && d.request > 0 && !request_from_bin && d.rounded == 0)
     warn(d.line, fmt::format("the request is known only as printed (rounded to 2 decimals): {} bytes",
                              d.request));
   if (d.has_header && d.rounded == 0) d.rounded = tftext::RoundUp256(d.request);
