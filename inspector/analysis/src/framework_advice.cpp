@@ -1,5 +1,7 @@
 #include "fragscope/analysis/framework_advice.hpp"
 
+#include "fragscope/traces/tf_bfc_log.hpp"
+
 namespace fragscope::analysis {
 namespace {
 
@@ -56,6 +58,30 @@ std::string TensorflowAdvice(OomCause cause) {
   }
 }
 
+// JAX sizes XLA's BFC pool itself (75 % of the GPU unless told otherwise), so its environment
+// variables are the settings, not TensorFlow's.
+std::string JaxAdvice(OomCause cause) {
+  switch (cause) {
+    case OomCause::kFragmentation:
+      return "XLA_PYTHON_CLIENT_ALLOCATOR=platform allocates and frees exactly what each array needs (slower, "
+             "but no pool to strand memory in holes); or XLA_PYTHON_CLIENT_MEM_FRACTION=.90 to give the BFC pool "
+             "more room around them";
+    case OomCause::kCapacity:
+      return "the live arrays need more than JAX's pool holds: XLA_PYTHON_CLIENT_MEM_FRACTION=.90 where the GPU "
+             "has more (the pool is 75 % of it by default); else a smaller batch, jax.checkpoint "
+             "(rematerialization) or bfloat16";
+    case OomCause::kRequestTooLarge:
+      return "one array is larger than JAX's pool can ever give: split it (a smaller batch), or raise "
+             "XLA_PYTHON_CLIENT_MEM_FRACTION above its 0.75 where the GPU holds it";
+    case OomCause::kBacking:
+      return "the GPU had less free memory than JAX's pool assumed: another process holds it (nvidia-smi); "
+             "XLA_PYTHON_CLIENT_PREALLOCATE=false in each process that shares the GPU, or a lower "
+             "XLA_PYTHON_CLIENT_MEM_FRACTION";
+    default:
+      return "";
+  }
+}
+
 std::string RmmAdvice(OomCause cause) {
   switch (cause) {
     case OomCause::kFragmentation:
@@ -86,7 +112,10 @@ FrameworkAdvice AdviceInFrameworkTerms(const traces::TraceHeader& header, traces
   if (source_format == "pytorch-snapshot" || source_format == "torch-profiler") {
     return {"PyTorch", PytorchAdvice(cause, SettingOn(header, "expandable_segments"))};
   }
-  if (source_format == "tensorflow-bfc-log") return {"TensorFlow", TensorflowAdvice(cause)};
+  if (source_format == "tensorflow-bfc-log") {
+    if (header.source.allocator == traces::kJaxBfcAllocator) return {"JAX", JaxAdvice(cause)};
+    return {"TensorFlow", TensorflowAdvice(cause)};
+  }
   if (source_format == "rmm-csv") return {"RMM", RmmAdvice(cause)};
   return {};
 }

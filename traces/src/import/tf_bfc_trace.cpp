@@ -316,6 +316,15 @@ Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& 
   return trace;
 }
 
+bool IsJaxLog(std::string_view text) {
+  // jaxlib's exception (jaxlib.xla_extension.XlaRuntimeError; jax.errors.JaxRuntimeError in later
+  // versions) and its module paths: TensorFlow raises none of them, even where it runs XLA.
+  for (std::string_view mark : {"jaxlib", "XlaRuntimeError", "JaxRuntimeError", "jax.errors"}) {
+    if (text.find(mark) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 Trace ParseTfBfcLogToTrace(std::string_view text, const std::string& name) {
   const std::vector<TfBfcDump> dumps = ParseTfBfcLog(text, name);
   if (dumps.empty()) {
@@ -345,7 +354,12 @@ Trace ParseTfBfcLogToTrace(std::string_view text, const std::string& name) {
                                  count > 1 ? fmt::format(" (and {} more such errors)", count - 1)
                                            : std::string()));
   }
-  return TfBfcDumpsToTrace(dumps, name);
+  Trace trace = TfBfcDumpsToTrace(dumps, name);
+  if (IsJaxLog(text)) {
+    trace.header.producer = "XLA BFC allocator log (JAX)";
+    trace.header.source.allocator = std::string(kJaxBfcAllocator);
+  }
+  return trace;
 }
 
 Trace ReadTfBfcLog(const std::string& path) {

@@ -197,7 +197,16 @@ std::vector<TfBfcDump> ParseTfBfcLog(std::string_view text, const std::string& n
 // ParseTfBfcLogToTrace to refuse them.
 Trace TfBfcDumpsToTrace(const std::vector<TfBfcDump>& dumps, const std::string& name);
 
-// A whole log's text as a trace: ParseTfBfcLog, then TfBfcDumpsToTrace. Throws TraceError when
+// The source allocator of a trace read from a JAX log (SourceFacts::allocator): XLA's BFC
+// allocator, whose limit JAX sets (XLA_PYTHON_CLIENT_MEM_FRACTION), so the advice is JAX's.
+inline constexpr std::string_view kJaxBfcAllocator = "XLA BFC allocator (JAX)";
+
+// Whether a log is JAX's: it holds jaxlib's exception or module paths (a dump followed by
+// "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: ...").
+bool IsJaxLog(std::string_view text);
+
+// A whole log's text as a trace: ParseTfBfcLog, then TfBfcDumpsToTrace; from a JAX log
+// (IsJaxLog), producer "XLA BFC allocator log (JAX)" and source allocator kJaxBfcAllocator. Throws TraceError when
 // the text holds no dump, or when a dump has an error (the first one, naming its line: "NAME: at
 // byte B: line N: chunk address 0x12345678901234567890 does not fit in 64 bits"). Readers of
 // text in memory (standard input) call this one; `name` stands for the path in messages.

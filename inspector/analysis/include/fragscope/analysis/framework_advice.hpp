@@ -13,13 +13,14 @@
 namespace fragscope::analysis {
 
 struct FrameworkAdvice {
-  std::string framework;  // "PyTorch", "TensorFlow", "RMM"; empty: no framework's terms apply
+  std::string framework;  // "PyTorch", "TensorFlow", "JAX", "RMM"; empty: no framework's terms apply
   std::string advice;     // one line
   bool empty() const { return advice.empty(); }
 };
 
 // For evidence whose header.source_format is "pytorch-snapshot", "torch-profiler",
-// "tensorflow-bfc-log" or "rmm-csv" (fragscope's own traces and unknown causes get none). The
+// "tensorflow-bfc-log" (JAX's where its source allocator is traces::kJaxBfcAllocator) or "rmm-csv"
+// (fragscope's own traces and unknown causes get none). The
 // settings the evidence recorded (header.source.settings) decide between alternatives: a PyTorch run
 // that had expandable_segments on is not told to turn it on.
 FrameworkAdvice AdviceInFrameworkTerms(const traces::TraceHeader& header, traces::OomCause cause);
