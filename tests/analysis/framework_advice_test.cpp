@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fragscope/traces/tf_bfc_log.hpp"
+
 namespace fragscope::analysis {
 namespace {
 
@@ -51,6 +53,20 @@ TEST(FrameworkAdvice, TensorflowAndRmmInTheirOwnTerms) {
   EXPECT_TRUE(Says(AdviceInFrameworkTerms("tensorflow-bfc-log", OomCause::kBacking), "set_memory_growth"));
   EXPECT_EQ(AdviceInFrameworkTerms("rmm-csv", OomCause::kFragmentation).framework, "RMM");
   EXPECT_TRUE(Says(AdviceInFrameworkTerms("rmm-csv", OomCause::kFragmentation), "CudaAsyncMemoryResource"));
+}
+
+// A BFC dump from a JAX log (its source allocator kJaxBfcAllocator): JAX's environment variables.
+TEST(FrameworkAdvice, JaxDumpsInJaxsTerms) {
+  traces::TraceHeader header;
+  header.source_format = "tensorflow-bfc-log";
+  header.source.allocator = std::string(traces::kJaxBfcAllocator);
+  EXPECT_EQ(analysis::AdviceInFrameworkTerms(header, OomCause::kCapacity).framework, "JAX");
+  EXPECT_TRUE(Says(analysis::AdviceInFrameworkTerms(header, OomCause::kCapacity), "XLA_PYTHON_CLIENT_MEM_FRACTION"));
+  EXPECT_TRUE(Says(analysis::AdviceInFrameworkTerms(header, OomCause::kFragmentation), "XLA_PYTHON_CLIENT_ALLOCATOR=platform"));
+  EXPECT_TRUE(Says(analysis::AdviceInFrameworkTerms(header, OomCause::kBacking), "XLA_PYTHON_CLIENT_PREALLOCATE=false"));
+  EXPECT_TRUE(Says(analysis::AdviceInFrameworkTerms(header, OomCause::kRequestTooLarge), "split it"));
+  EXPECT_FALSE(Says(analysis::AdviceInFrameworkTerms(header, OomCause::kCapacity), "tf.keras"));
+  EXPECT_TRUE(analysis::AdviceInFrameworkTerms(header, OomCause::kUnknown).empty());
 }
 
 TEST(FrameworkAdvice, NoneForOurOwnTracesOrAnUnknownCause) {

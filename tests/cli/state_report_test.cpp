@@ -289,6 +289,52 @@ TEST_F(StateReport, ACutListWithoutAReservedCountLeavesTheCauseUnknown) {
   EXPECT_TRUE(oom["framework_advice"].is_null()) << oom;
 }
 
+// A full dump followed by jaxlib's exception is JAX's: its advice is JAX's environment variables,
+// not TensorFlow's mixed precision and RunOptions.
+TEST_F(StateReport, AJaxDumpGetsJaxsAdvice) {
+  const std::string log = Path("jax.log");
+  std::ofstream(log) << "W external/tsl/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of memory "
+                        "trying to allocate 3.00GiB (rounded to 3221225472)requested by op 
+"
+                        "I external/tsl/tsl/framework/bfc_allocator.cc:1075] Next region of size 8589934592
+"
+                        "I external/tsl/tsl/framework/bfc_allocator.cc:1095] InUse at 7f9e00000000 of size 6442450944 "
+                        "next 1
+"
+                        "I external/tsl/tsl/framework/bfc_allocator.cc:1095] Free  at 7f9f80000000 of size 2147483648 "
+                        "next 18446744073709551615
+"
+                        "I external/tsl/tsl/framework/bfc_allocator.cc:1114] Stats: 
+"
+                        "Limit:                      8589934592
+"
+                        "InUse:                      6442450944
+"
+                        "MaxInUse:                   6442450944
+"
+                        "NumAllocs:                         321
+"
+                        "MaxAllocSize:               6442450944
+
+"
+                        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+                        "allocate 3221225472 bytes.
+";
+  const CliResult json = Run({"report", log, "--json"});
+  ASSERT_EQ(json.code, 1) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["producer"], "XLA BFC allocator log (JAX)");
+  const auto& oom = doc["devices"][0]["ooms"][0];
+  EXPECT_EQ(oom["cause"], "capacity");
+  EXPECT_EQ(oom["framework_advice"]["framework"], "JAX");
+  const std::string advice = oom["framework_advice"]["advice"];
+  EXPECT_NE(advice.find("XLA_PYTHON_CLIENT_MEM_FRACTION"), std::string::npos) << advice;
+  EXPECT_EQ(advice.find("tf."), std::string::npos) << advice;
+  const CliResult text = Run({"report", log});
+  EXPECT_NE(text.out.find("    in JAX: the live arrays need more than JAX's pool holds"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("RunOptions"), std::string::npos) << text.out;
+}
+
 // A paste of TF's "Summary of in-use Chunks by size" alone (quoted, as in an issue) is a fragment
 // of a dump, not an unknown format: in use at least its sum, no layout, nothing invented.
 TEST_F(StateReport, ASummaryBySizeAloneIsAFragmentOfADump) {
