@@ -115,8 +115,11 @@ TEST_F(Cli, ProfilerOutOfMemoryEventIsAnOom) {
 
   const CliResult text = Run({"report", trace});
   ASSERT_EQ(text.code, 1) << text.err;
-  EXPECT_NE(text.out.find("0        20.00 MiB    20.00 MiB      40.00 MiB      2.00       0.50          -     1"),
+  EXPECT_NE(text.out.find("0       20.00 MiB    20.00 MiB      40.00 MiB      2.00       0.50          -     1"),
             std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  OOM at event 2 (seq 2), device 0: 64.00 MiB of 64.00 MiB requested\n"), std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("holes nearest"), std::string::npos) << text.out;  // its reserved regions are invented
 }
 
 // The profiler's CPU device is PyTorch's host memory: replays of GPU policies leave it out (before,

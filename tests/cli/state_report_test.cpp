@@ -248,24 +248,15 @@ TEST_F(StateReport, FreeChunksOnlyTheBinLinesShowAreFreeAtLeast) {
 TEST_F(StateReport, ACutListWithoutAReservedCountLeavesTheCauseUnknown) {
   const std::string log = Path("tf18_cut.log");
   std::ofstream(log) << "W bfc_allocator.cc:275] Allocator (GPU_1_bfc) ran out of memory trying to allocate 64.00MiB.  "
-                        "Current allocation summary follows.
-"
-                        "I bfc_allocator.cc:665] Chunk at 0x10600000000 of size 52428800
-"
-                        "I bfc_allocator.cc:665] Free at 0x10603200000 of size 10485760
-"
-                        "I bfc_allocator.cc:680] Stats: 
-"
-                        "Limit:                    209715200
-"
-                        "InUse:                    104857600
-"
-                        "MaxInUse:                 157286400
-"
-                        "NumAllocs:                      900
-"
-                        "MaxAllocSize:              52428800
-";
+                        "Current allocation summary follows.\n"
+                        "I bfc_allocator.cc:665] Chunk at 0x10600000000 of size 52428800\n"
+                        "I bfc_allocator.cc:665] Free at 0x10603200000 of size 10485760\n"
+                        "I bfc_allocator.cc:680] Stats: \n"
+                        "Limit:                    209715200\n"
+                        "InUse:                    104857600\n"
+                        "MaxInUse:                 157286400\n"
+                        "NumAllocs:                      900\n"
+                        "MaxAllocSize:              52428800\n";
   const CliResult text = Run({"report", log});
   ASSERT_EQ(text.code, 1) << text.err;
   EXPECT_NE(text.out.find("in use 100.00 MiB (its own count), reserved at least 110.00 MiB, limit 200.00 MiB"),
@@ -294,32 +285,20 @@ TEST_F(StateReport, ACutListWithoutAReservedCountLeavesTheCauseUnknown) {
 TEST_F(StateReport, AJaxDumpGetsJaxsAdvice) {
   const std::string log = Path("jax.log");
   std::ofstream(log) << "W external/tsl/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of memory "
-                        "trying to allocate 3.00GiB (rounded to 3221225472)requested by op 
-"
-                        "I external/tsl/tsl/framework/bfc_allocator.cc:1075] Next region of size 8589934592
-"
+                        "trying to allocate 3.00GiB (rounded to 3221225472)requested by op \n"
+                        "I external/tsl/tsl/framework/bfc_allocator.cc:1075] Next region of size 8589934592\n"
                         "I external/tsl/tsl/framework/bfc_allocator.cc:1095] InUse at 7f9e00000000 of size 6442450944 "
-                        "next 1
-"
+                        "next 1\n"
                         "I external/tsl/tsl/framework/bfc_allocator.cc:1095] Free  at 7f9f80000000 of size 2147483648 "
-                        "next 18446744073709551615
-"
-                        "I external/tsl/tsl/framework/bfc_allocator.cc:1114] Stats: 
-"
-                        "Limit:                      8589934592
-"
-                        "InUse:                      6442450944
-"
-                        "MaxInUse:                   6442450944
-"
-                        "NumAllocs:                         321
-"
-                        "MaxAllocSize:               6442450944
-
-"
+                        "next 18446744073709551615\n"
+                        "I external/tsl/tsl/framework/bfc_allocator.cc:1114] Stats: \n"
+                        "Limit:                      8589934592\n"
+                        "InUse:                      6442450944\n"
+                        "MaxInUse:                   6442450944\n"
+                        "NumAllocs:                         321\n"
+                        "MaxAllocSize:               6442450944\n\n"
                         "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
-                        "allocate 3221225472 bytes.
-";
+                        "allocate 3221225472 bytes.\n";
   const CliResult json = Run({"report", log, "--json"});
   ASSERT_EQ(json.code, 1) << json.err;
   const auto doc = nlohmann::json::parse(json.out);
