@@ -42,6 +42,42 @@ TEST(MessageRulesAsync, AGapThatWouldHoldTheRequestIsBacking) {
   EXPECT_EQ(DiagnoseText(Async("1.00 GiB", "17.00 GiB", "16.00 GiB", "0 bytes")).cause, C::kRequestTooLarge);
 }
 
+// cudaMallocAsync with a memory fraction (torch.cuda.set_per_process_memory_fraction): the allocator
+// raises when live tensors plus the request pass the fraction's limit, whatever CUDA has free.
+TEST(MessageRulesAsync, PassingTheMemoryFractionIsCapacityOfTheAllowedShare) {
+  const auto with_limit = [](const std::string& c, const std::string& r, const std::string& limit) {
+    return "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\n"
+           "Currently allocated     : " + c + "\nRequested               : " + r +
+           "\nDevice limit            : 40.00 GiB\nFree (according to CUDA): 19.50 GiB\n"
+           "PyTorch limit (set by user-supplied memory fraction)\n                        : " + limit + "\n";
+  };
+  const MessageDiagnosis over = DiagnoseText(with_limit("19.00 GiB", "2.00 GiB", "20.00 GiB"));
+  EXPECT_EQ(over.cause, C::kCapacity) << over.explanation;
+  EXPECT_FALSE(over.inconsistent);
+  const auto lines = MessageLines(over);
+  EXPECT_TRUE(Mentions(lines, "C + R = 19.00 GiB + 2.00 GiB = 21.00 GiB > allowed = 20.00 GiB"))
+      << ::testing::PrintToString(lines);
+  EXPECT_TRUE(Mentions(lines, "the process may hold 20.00 GiB (a memory fraction of the 40.00 GiB device)"));
+  EXPECT_TRUE(Mentions(lines, "raise torch.cuda.set_per_process_memory_fraction"));
+  EXPECT_TRUE(Mentions(lines, "(19.50 GiB is free)"));
+
+  const MessageDiagnosis one = DiagnoseText(with_limit("1.00 GiB", "24.00 GiB", "20.00 GiB"));
+  EXPECT_EQ(one.cause, C::kRequestTooLarge) << one.explanation;
+  EXPECT_TRUE(Mentions(MessageLines(one), "R = 24.00 GiB > allowed = 20.00 GiB"));
+
+  // Under the fraction, CUDA refused: the rules of the device apply (here the request fits in free).
+  const MessageDiagnosis under = DiagnoseText(with_limit("10.00 GiB", "2.00 GiB", "20.00 GiB"));
+  EXPECT_EQ(under.cause, C::kUnknown);
+  EXPECT_TRUE(under.inconsistent);
+  EXPECT_TRUE(Mentions(MessageLines(under), "C + R = 10.00 GiB + 2.00 GiB = 12.00 GiB ≤ allowed = 20.00 GiB"));
+
+  // Within the printed figures' rounding of the limit: neither side can be told.
+  const MessageDiagnosis close = DiagnoseText(with_limit("18.00 GiB", "2.00 GiB", "20.00 GiB"));
+  EXPECT_EQ(close.cause, C::kUnknown) << close.explanation;
+  EXPECT_TRUE(Mentions(MessageLines(close), "≈ allowed = 20.00 GiB"));
+  EXPECT_NE(close.explanation.find("inconclusive"), std::string::npos);
+}
+
 // A PyTorch message cut after its request (an issue title) or after its free figure: what it lacks
 // is named, never assumed (no "0 held by PyTorch", no batch share from missing figures).
 TEST(MessageRulesPytorch, ACutMessageIsUnknownAndSaysWhatIsMissing) {

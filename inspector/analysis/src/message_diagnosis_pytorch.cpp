@@ -379,6 +379,38 @@ void DiagnosePytorchAsync(const OomMessage& m, MessageDiagnosis& d) {
     return;
   }
   const Val CR = Add(C, R);
+  // A memory fraction below the device (torch.cuda.set_per_process_memory_fraction): the allocator
+  // raises this error when live tensors plus the request pass it, before asking CUDA (as rule 3 of
+  // the caching allocator, with the "allowed" share).
+  if (m.allowed && !m.unlimited_fraction && Greater(L, Of(*m.allowed))) {
+    const Val W = Of(*m.allowed);
+    if (Greater(R, W)) {
+      b.Line("R = {} > allowed = {}", R.text, W.text);
+      b.Cause(OomCause::kRequestTooLarge,
+              fmt::format("one request of {} is larger than the {} this process is allowed "
+                          "(torch.cuda.set_per_process_memory_fraction)", R.text, W.text));
+      b.Advice("raise the fraction given to torch.cuda.set_per_process_memory_fraction, or a smaller request");
+      return;
+    }
+    b.Line("C + R = {} + {} = {} {} allowed = {}", C.text, R.text, Fmt(CR.v),
+           Greater(CR, W) ? ">" : LessEq(CR, W) ? "≤" : "≈", W.text);
+    if (Greater(CR, W)) {
+      b.Cause(OomCause::kCapacity,
+              fmt::format("the process may hold {} (a memory fraction of the {} device); live tensors hold {} and "
+                          "the request {} would pass that", W.text, L.text, C.text, R.text));
+      b.Advice(fmt::format("the limit is the per-process memory fraction, not the device{}: raise "
+                           "torch.cuda.set_per_process_memory_fraction (or the test harness's fraction)",
+                           m.free ? fmt::format(" ({} is free)", m.free->text) : ""));
+      return;
+    }
+    if (!LessEq(CR, W)) {
+      b.Cause(OomCause::kUnknown,
+              fmt::format("inconclusive: C + R = {} and the allowed {} differ by less than the rounding of the "
+                          "printed figures, so whether the memory fraction or CUDA refused the request cannot be "
+                          "told", Fmt(CR.v), W.text));
+      return;
+    }
+  }
   b.Line("C + R = {} + {} = {} {} L = {}", C.text, R.text, Fmt(CR.v), Greater(CR, L) ? ">" : "≤", L.text);
   if (Greater(CR, L)) {
     b.Cause(OomCause::kCapacity, fmt::format("live tensors ({}) plus the request exceed the device ({})", C.text, L.text));
