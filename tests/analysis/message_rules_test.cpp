@@ -192,6 +192,34 @@ TEST(MessageRulesTensorflow, TheCpuAllocatorIsHostMemory) {
 }
 
 
+// TensorFlow's first attempt asks for about all the free memory it found: a margin within the printed
+// free figure's rounding (±0.005 GiB) decides nothing, and no "R > F" is printed of two equal figures.
+TEST(MessageRulesTensorflow, ARetryCascadeWithinTheRoundingIsInconclusive) {
+  const auto cascade = [](const std::string& free, const std::string& first, const std::string& second) {
+    return "I tensorflow/core/common_runtime/gpu/gpu_device.cc:1432] Found device 0 with properties:\n"
+           "totalMemory: 7.93GiB freeMemory: " + free + "\n"
+           "E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 2.12G (" + first +
+           " bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n"
+           "E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 1.91G (" + second +
+           " bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n";
+  };
+  // 2.12 GiB is 2276332667 bytes; the attempt is 1 MiB below it, the retry 0.9 of that.
+  const MessageDiagnosis close = DiagnoseText(cascade("2.12GiB", "2275284091", "2047755682"));
+  EXPECT_EQ(close.cause, C::kUnknown) << close.explanation;
+  EXPECT_FALSE(close.inconsistent);
+  const auto lines = MessageLines(close);
+  EXPECT_TRUE(Mentions(lines, "R = 2.12 GiB ≈ F = 2.12GiB (of T = 7.93GiB): equal within the rounding"))
+      << ::testing::PrintToString(lines);
+  EXPECT_FALSE(Mentions(lines, "> F = 2.12GiB"));
+  EXPECT_NE(close.explanation.find("inconclusive"), std::string::npos);
+
+  // Beyond the rounding each way: the driver had less than it said free (backing), or it fits (inconsistent).
+  EXPECT_EQ(DiagnoseText(cascade("2.00GiB", "2275284091", "2047755682")).cause, C::kBacking);
+  const MessageDiagnosis fits = DiagnoseText(cascade("2.50GiB", "2275284091", "2047755682"));
+  EXPECT_EQ(fits.cause, C::kUnknown);
+  EXPECT_TRUE(fits.inconsistent);
+}
+
 // XLA:TPU at compile time: where used and capacity print alike, the excess XLA prints decides.
 TEST(MessageRulesXla, TheExcessDecidesWhereTheRoundedFiguresLookEqual) {
   const MessageDiagnosis smem = DiagnoseText(

@@ -115,6 +115,19 @@ void DiagnoseTfAlloc(const OomMessage& m, MessageDiagnosis& d) {
       b.Cause(OomCause::kRequestTooLarge, "one allocation larger than the device");
       return;
     }
+    // TensorFlow's first attempt is about all the free memory it found, so R and F are often equal
+    // within F's printed rounding ("4.31GiB" is ±5 MiB): such a margin decides nothing.
+    if (!Greater(R, F) && !LessEq(R, F)) {
+      b.Line("R = {} ≈ F = {} (of T = {}): equal within the rounding of the printed free figure (±{})", Fmt(R.v),
+             F.text, T.text, Fmt(std::max(R.tol, F.tol)));
+      b.Cause(OomCause::kUnknown,
+              fmt::format("inconclusive: TensorFlow asked for about all the free memory ({} of {} reported free), "
+                          "and the margin is within the rounding of the printed figure, so whether it fitted cannot "
+                          "be told", Fmt(R.v), F.text));
+      b.Advice("tf.config.experimental.set_memory_growth(gpu, True): TensorFlow then takes memory as it needs it "
+               "instead of reserving the free memory up front; check nvidia-smi for other processes");
+      return;
+    }
     b.Line("R = {} {} F = {} (of T = {})", Fmt(R.v), LessEq(R, F) ? "≤" : ">", F.text, T.text);
     if (LessEq(R, F)) {
       d.inconsistent = true;
