@@ -89,5 +89,30 @@ TEST(OomMessageRepeats, TensorflowsWarningAndExceptionAreOneFailure) {
   EXPECT_EQ(messages[0].request->bytes, 64ull * 512 * 28 * 28 * 4);
 }
 
+// TensorFlow 1.x's op warning names no dtype ("… with shape[…]" and nothing after); the exception's
+// "[[Node: … T=DT_FLOAT …]]" does: still one failure, sized by what the exception adds.
+TEST(OomMessageRepeats, TensorflowsOldWarningWithoutDtypeJoinsItsException) {
+  const std::string head = "OOM when allocating tensor with shape[16,64,112,112]";
+  const std::string node = "\t [[Node: conv1/Conv2D = Conv2D[T=DT_FLOAT, padding=\"SAME\"](input, conv1/w)]]\n";
+  const auto messages = FindOomMessages("W tensorflow/core/framework/op_kernel.cc:975] Resource exhausted: " + head +
+                                        "\n" + Traceback(1) + "ResourceExhaustedError: " + head + "\n" + node);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].line, 1u);
+  EXPECT_EQ(messages[0].repeat_lines, (std::vector<std::size_t>{4}));
+  EXPECT_EQ(messages[0].tensor_dtype, "float");
+  ASSERT_TRUE(messages[0].request);
+  EXPECT_EQ(messages[0].request->bytes, 16ull * 64 * 112 * 112 * 4);
+
+  // Another shape is another tensor: two failures, the first's size unknown.
+  const auto two = FindOomMessages("W op_kernel.cc:975] Resource exhausted: " + head + "\n" + Traceback(1) +
+                                   "ResourceExhaustedError: OOM when allocating tensor with shape[16,64,56,56]\n" +
+                                   node);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_FALSE(two[0].request);
+  EXPECT_TRUE(two[0].repeat_lines.empty());
+  ASSERT_TRUE(two[1].request);
+  EXPECT_EQ(two[1].request->bytes, 16ull * 64 * 56 * 56 * 4);
+}
+
 }  // namespace
 }  // namespace fragscope::traces

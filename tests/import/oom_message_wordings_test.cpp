@@ -156,5 +156,21 @@ TEST(OomMessageWordings, PytorchMoreThanOneExbibyte) {
   EXPECT_FALSE(FindOomMessages("CUDA out of memory. Tried to allocate 2.00 MiB. GPU")[0].request_at_least);
 }
 
+// A coloured logger's escape codes around the message are no part of its text (the numbers are read
+// all the same).
+TEST(OomMessageWordings, TerminalEscapeCodesAreLeftOutOfTheText) {
+  const auto messages = FindOomMessages(
+      "\x1b[1;31m2023-02-11 09:14:02,118 ERROR\x1b[0m [trainer] torch.cuda.OutOfMemoryError: CUDA out of memory. "
+      "Tried to allocate 20.00 MiB (GPU 0; 3.00 GiB total capacity; 2.50 GiB already allocated; 4.00 MiB free; "
+      "2.60 GiB reserved in total by PyTorch)\x1b[0m\n");
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].text.find('\x1b'), std::string::npos) << messages[0].text;
+  EXPECT_EQ(messages[0].text.rfind("2023-02-11 09:14:02,118 ERROR [trainer] torch.cuda.OutOfMemoryError", 0), 0u)
+      << messages[0].text;
+  ASSERT_TRUE(messages[0].request && messages[0].free);
+  EXPECT_EQ(messages[0].request->bytes, 20ull << 20);
+  EXPECT_EQ(messages[0].free->bytes, 4ull << 20);
+}
+
 }  // namespace
 }  // namespace fragscope::traces

@@ -46,13 +46,13 @@ OomMessage MessageScan::Start(std::size_t i) const {
 }
 
 void SetText(OomMessage& m, std::string_view text) {
-  m.text = std::string(text.substr(0, kMaxMessageText));
+  m.text = StripAnsi(text.substr(0, kMaxMessageText));
 }
 
 void AppendText(OomMessage& m, std::string_view text) {
   if (m.text.size() >= kMaxMessageText) return;
   m.text += '\n';
-  m.text += text.substr(0, kMaxMessageText - std::min(kMaxMessageText, m.text.size()));
+  m.text += StripAnsi(text.substr(0, kMaxMessageText - std::min(kMaxMessageText, m.text.size())));
 }
 
 std::optional<PrintedSize> Field(OomMessage& m, std::string_view s, std::string_view label, std::size_t from) {

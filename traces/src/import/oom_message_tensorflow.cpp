@@ -97,6 +97,38 @@ void FinishTfTensor(OomMessage& m) {
   m.request = PrintedSize{*bytes, 0, fmt::format("{} bytes", *bytes)};
 }
 
+// How far apart (in lines) the op's log line and the Python exception of the same failure may be:
+// a traceback apart, as for XLA's (oom_message_xla.cpp).
+constexpr std::size_t kTensorRepeatLines = 400;
+
+// Whether `later` is the same failed tensor as `earlier`, printed again with more or less detail: the
+// op's log line ("W …op_kernel.cc:…] Resource exhausted: OOM when allocating tensor with
+// shape[32,64,224,224]", no dtype in TF 1.x) and then the ResourceExhaustedError, whose "[[Node: …
+// T=DT_FLOAT …]]" gives the dtype. What one of them leaves out does not tell them apart.
+bool SameTensor(const OomMessage& earlier, const OomMessage& later) {
+  const auto compatible = [](const std::string& a, const std::string& b) { return a.empty() || b.empty() || a == b; };
+  return earlier.kind == OomMessageKind::kTfTensor && !later.tensor_shape.empty() &&
+         earlier.tensor_shape == later.tensor_shape && compatible(earlier.tensor_dtype, later.tensor_dtype) &&
+         compatible(earlier.device, later.device) && compatible(earlier.allocator, later.allocator) &&
+         later.line - earlier.end_line <= kTensorRepeatLines;
+}
+
+// The later print joins the first as a repeat, lending what the first lacked.
+void JoinTensorRepeat(OomMessage& first, OomMessage later) {
+  first.repeat_lines.push_back(later.line);
+  if (first.tensor_dtype.empty() && !later.tensor_dtype.empty()) {
+    first.tensor_dtype = later.tensor_dtype;
+    first.request = later.request;
+    first.problems.insert(first.problems.end(), later.problems.begin(), later.problems.end());
+  }
+  if (first.device.empty() && !later.device.empty()) {
+    first.device = later.device;
+    first.backend = later.backend;
+  }
+  if (first.allocator.empty()) first.allocator = later.allocator;
+  first.tf_report_tensor_hint = first.tf_report_tensor_hint || later.tf_report_tensor_hint;
+}
+
 // "failed to allocate 1.52G (1631518720 bytes) from device" / "failed to alloc 782758144 bytes on host"
 std::optional<PrintedSize> TfAttempt(OomMessage& m, std::string_view s) {
   if (const std::size_t open = s.find(" ("); open != std::string_view::npos && Contains(s, "bytes)")) {
@@ -146,6 +178,10 @@ std::size_t ReadTfTensor(MessageScan& scan, std::size_t i) {
   m.tf_report_tensor_hint = Contains(m.text, "report_tensor_allocations_upon_oom");
   FinishTfTensor(m);
   const std::size_t next = m.end_line;
+  if (!scan.found.empty() && SameTensor(scan.found.back(), m)) {
+    JoinTensorRepeat(scan.found.back(), std::move(m));
+    return next;
+  }
   scan.found.push_back(std::move(m));
   return next;
 }

@@ -144,6 +144,25 @@ std::optional<std::uint64_t> UintAfter(std::string_view s, std::string_view labe
   return value;
 }
 
+std::string StripAnsi(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\x1b') {
+      out += s[i];
+      continue;
+    }
+    // CSI: ESC '[', parameter and intermediate bytes (0x20–0x3F), one final byte (0x40–0x7E).
+    if (i + 1 < s.size() && s[i + 1] == '[') {
+      std::size_t k = i + 2;
+      while (k < s.size() && s[k] >= 0x20 && s[k] <= 0x3F) ++k;
+      i = k < s.size() && s[k] >= 0x40 && s[k] <= 0x7E ? k : k - 1;
+    }
+    // A lone ESC (or one that starts another kind of sequence) is dropped by itself.
+  }
+  return out;
+}
+
 std::string_view IdentifierAt(std::string_view s, std::size_t pos) {
   std::size_t end = pos;
   while (end < s.size() && (IsAlpha(s[end]) || IsDigit(s[end]) || s[end] == '_')) ++end;

@@ -42,6 +42,10 @@ std::optional<PrintedSize> SizeBefore(std::string_view s, std::size_t end, std::
 // The unsigned integer right after `label`.
 std::optional<std::uint64_t> UintAfter(std::string_view s, std::string_view label, std::size_t from = 0);
 
+// `s` without terminal escape sequences: a coloured logger's "\x1b[1;31m…\x1b[0m" around a message
+// would otherwise stay in the quoted text (invisible on a terminal, garbage in JSON).
+std::string StripAnsi(std::string_view s);
+
 // The identifier starting at `pos` ([A-Za-z0-9_]*).
 std::string_view IdentifierAt(std::string_view s, std::size_t pos);
 
