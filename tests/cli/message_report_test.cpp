@@ -199,6 +199,35 @@ TEST_F(MessageReport, PaddleMessageInItsOwnTerms) {
   EXPECT_EQ(oom["cause"], "unknown");
 }
 
+// JAX on GPU: the BFC allocator's warning line (no dump after it) and then PJRT's error. The error is
+// JAX's and says as much as the line: read as JAX's message, with JAX's settings in the advice.
+TEST_F(MessageReport, JaxsErrorAfterAnAllocatorLineIsReadAsJaxs) {
+  std::ofstream(Path("jax.log"))
+      << "2024-05-02 11:02:33.512801: W external/xla/xla/tsl/framework/bfc_allocator.cc:291] Allocator (GPU_0_bfc) "
+         "ran out of memory trying to allocate 3.00GiB (rounded to 3221225472)requested by op \n"
+         "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 3.00GiB "
+         "(3221225472B) on device ordinal 1\n";
+  const CliResult r = Run({"report", Path("jax.log"), "--json"});
+  ASSERT_EQ(r.code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["format"], "TensorFlow BFC log") << "the reader that recognized the file";
+  EXPECT_EQ(j["kind"], "message");
+  ASSERT_EQ(j["devices"].size(), 1u);
+  EXPECT_EQ(j["devices"][0]["device"], 1);
+  const auto& oom = j["devices"][0]["ooms"][0];
+  EXPECT_EQ(oom["framework"], "jax");
+  EXPECT_EQ(oom["wording"], "xla-request");
+  EXPECT_EQ(oom["request"], 3ull << 30);
+  EXPECT_EQ(oom["cause"], "unknown");
+  ASSERT_EQ(j["warnings"].size(), 1u);
+  EXPECT_NE(j["warnings"][0].get<std::string>().find("JAX's out-of-memory error"), std::string::npos) << j["warnings"];
+  const CliResult text = Run({"report", Path("jax.log")});
+  EXPECT_NE(text.out.find("XLA_PYTHON_CLIENT_MEM_FRACTION"), std::string::npos) << text.out;
+  for (const char* tensorflow : {"Stats block", "tf.keras", "RunOptions", "TensorFlow prints"}) {
+    EXPECT_EQ(text.out.find(tensorflow), std::string::npos) << tensorflow << " in:\n" << text.out;
+  }
+}
+
 TEST_F(MessageReport, EveryCorpusFileReportsOneDevice) {
   const fs::path corpus = fs::path(FRAGSCOPE_SOURCE_DIR) / ".." / "shared" / "data" / "oom_messages";
   if (!fs::is_directory(corpus)) GTEST_SKIP() << "shared data not found: " << corpus;

@@ -41,6 +41,13 @@ bool HasXlaStatistics(const std::vector<traces::OomMessage>& messages) {
   return false;
 }
 
+bool HasJaxMessage(const std::vector<traces::OomMessage>& messages) {
+  for (const traces::OomMessage& m : messages) {
+    if (m.framework == "jax") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Reader TfBfcLogReader() {
@@ -55,12 +62,19 @@ Reader TfBfcLogReader() {
         traces::Trace trace = traces::ParseTfBfcLogToTrace(source.bytes(), source.name());
         std::vector<traces::OomMessage> messages = traces::FindOomMessages(source.bytes());
         // JAX's usual OOM log: the BFC header and occupancy bar (no byte count), then XLA's
-        // BufferAssignment statistics, which decide more than the bar: read as a message.
-        if (KeptNoByteCount(trace) && HasXlaStatistics(messages)) {
-          std::vector<std::string> warnings = {fmt::format(
-              "{}: the allocator dump kept no byte count (only its header and occupancy bar); XLA's memory "
-              "statistics in the same log say more, so the log is read as an out-of-memory message",
-              source.name())};
+        // BufferAssignment statistics, which decide more than the bar: read as a message. Without
+        // statistics, JAX's own error (PJRT's "Failed to allocate request for …") after the allocator's
+        // warning line still says as much as the header and is JAX's: read as a message too, so that
+        // its explanation and advice are JAX's (XLA_PYTHON_CLIENT_*), not TensorFlow's.
+        if (KeptNoByteCount(trace) && (HasXlaStatistics(messages) || HasJaxMessage(messages))) {
+          std::vector<std::string> warnings = {
+              HasXlaStatistics(messages)
+                  ? fmt::format("{}: the allocator dump kept no byte count (only its header and occupancy bar); "
+                                "XLA's memory statistics in the same log say more, so the log is read as an "
+                                "out-of-memory message", source.name())
+                  : fmt::format("{}: the allocator dump kept no byte count (only its header line); JAX's "
+                                "out-of-memory error in the same log says as much and names the failure, so the "
+                                "log is read as an out-of-memory message", source.name())};
           return MessagesInput(source, std::move(messages), std::move(warnings));
         }
         WarnOfOtherFrameworksMessages(source, messages, trace);
