@@ -27,6 +27,10 @@ std::string FrameworkName(const std::string& framework) {
   if (framework == "paddle") return "PaddlePaddle";
   if (framework == "theano") return "Theano";
   if (framework == "onnxruntime") return "ONNX Runtime";
+  if (framework == "cupy") return "CuPy";
+  if (framework == "tensorrt") return "TensorRT";
+  if (framework == "xgboost") return "XGBoost";
+  if (framework == "lightgbm") return "LightGBM";
   return framework;
 }
 

@@ -35,6 +35,7 @@ MessageDiagnosis DiagnoseMessage(const OomMessage& message) {
     case OomMessageKind::kTheano: DiagnoseTheano(message, d); break;
     case OomMessageKind::kOrtArena: DiagnoseOrtArena(message, d); break;
     case OomMessageKind::kDirectml: DiagnoseDirectml(message, d); break;
+    case OomMessageKind::kCupy: DiagnoseCupy(message, d); break;
     default: DiagnoseRaw(message, d); break;
   }
   if (!message.problems.empty()) {

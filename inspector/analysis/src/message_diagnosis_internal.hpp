@@ -133,7 +133,9 @@ void DiagnosePaddleHost(const OomMessage& m, MessageDiagnosis& d);
 void DiagnoseTheano(const OomMessage& m, MessageDiagnosis& d);
 void DiagnoseOrtArena(const OomMessage& m, MessageDiagnosis& d);
 void DiagnoseDirectml(const OomMessage& m, MessageDiagnosis& d);
-// Sizeless errors: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS, cuDNN.
+void DiagnoseCupy(const OomMessage& m, MessageDiagnosis& d);
+// Errors of the CUDA runtime and its libraries: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS, cuDNN,
+// cuFFT, cuSOLVER, and libraries reporting CUDA's error in their own words.
 void DiagnoseRaw(const OomMessage& m, MessageDiagnosis& d);
 
 }  // namespace fragscope::analysis::message_detail

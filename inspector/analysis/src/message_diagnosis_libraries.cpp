@@ -1,7 +1,8 @@
 // The rules for libraries with an allocator of their own: Theano's CUDA backend, ONNX Runtime's
-// BFCArena and torch-directml. Each prints the request; Theano also the driver's free and total.
-// None says what the library itself holds, so only a request larger than the device, or figures
-// that contradict the failure, decide a cause.
+// BFCArena, torch-directml and CuPy's memory pool. Each prints the request; Theano also the driver's
+// free and total, CuPy what its pool holds and its limit. None says what the device holds, so only
+// a request larger than the device, a limit of the library's own, or figures that contradict the
+// failure decide a cause.
 #include "message_diagnosis_internal.hpp"
 
 namespace fragscope::analysis::message_detail {
@@ -106,6 +107,45 @@ void DiagnoseDirectml(const OomMessage& m, MessageDiagnosis& d) {
          "and shared GPU memory and what uses it");
   b.Advice("a smaller batch or resolution; half precision (model.half(), torch_dtype=torch.float16); fewer models on "
            "the device at once (a web UI's low-VRAM option moves the idle ones to the CPU)");
+}
+
+void DiagnoseCupy(const OomMessage& m, MessageDiagnosis& d) {
+  Builder b(d);
+  b.Read("R", "requested (rounded to 512 B)", m.request);
+  b.Read("M", "held by CuPy's memory pool (allocated so far)", m.allocated);
+  b.Read("L", "the pool's limit", m.allowed);
+  const char* kPoolAdvice =
+      "cupy.get_default_memory_pool().free_all_blocks() releases the pool's cached blocks (del the arrays no longer "
+      "needed first); smaller arrays or batches";
+  if (!m.request) {
+    b.Cause(OomCause::kUnknown, "the message gives no size: nothing to compute");
+    b.Advice(kPoolAdvice);
+    return;
+  }
+  const Val R = Of(*m.request);
+  if (RequestAboveAnyDevice(b, R)) return;
+  if (m.allowed && m.allocated) {
+    // The pool refuses to grow past its limit before it asks CUDA (SingleDeviceMemoryPool._try_malloc).
+    const Val M = Of(*m.allocated), L = Of(*m.allowed);
+    const Val need = Add(M, R);
+    b.Line("M + R = {} + {} = {} {} L = {}", Fmt(M.v), Fmt(R.v), Fmt(need.v), Greater(need, L) ? ">" : "≤", Fmt(L.v));
+    if (Greater(need, L)) {
+      b.Cause(OomCause::kCapacity,
+              fmt::format("CuPy's memory pool may hold {} (its limit, set by set_limit or CUPY_GPU_MEMORY_LIMIT); it "
+                          "holds {} and the request {} would pass that", Fmt(L.v), Fmt(M.v), Fmt(R.v)));
+      b.Note("the pool counts its cached free blocks against the limit, and older CuPy checks the limit before "
+             "releasing them: free_all_blocks() may make room");
+      b.Advice("the limit is the pool's, not the device's: raise it (cupy.get_default_memory_pool().set_limit(size=…) "
+               "or CUPY_GPU_MEMORY_LIMIT), or smaller arrays");
+      return;
+    }
+  }
+  b.Cause(OomCause::kUnknown,
+          fmt::format("CUDA refused {}{} (CuPy releases its cached blocks and retries first); the message gives no "
+                      "device totals, so capacity and memory held by another process cannot be told apart",
+                      Fmt(R.v), m.allocated ? fmt::format(" with CuPy's pool holding {}", Fmt(static_cast<double>(m.allocated->bytes)))
+                                            : std::string()));
+  b.Advice(fmt::format("check {} for other processes on the device; {}", ToolsOf(m).smi, kPoolAdvice));
 }
 
 }  // namespace fragscope::analysis::message_detail

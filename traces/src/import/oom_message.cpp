@@ -69,14 +69,17 @@ std::optional<PrintedSize> FieldBefore(OomMessage& m, std::string_view s, std::s
   return size;
 }
 
-std::optional<PrintedSize> ExactBytes(OomMessage& m, std::string_view s, std::string_view label, std::size_t from) {
-  const auto bytes = UintAfter(s, label, from);
+std::optional<PrintedSize> ExactBytes(OomMessage& m, std::string_view s, std::string_view label, std::size_t from,
+                                      bool grouped) {
+  std::string_view grouped_text;  // as printed, with its separators ("1,073,741,824")
+  const auto bytes = grouped ? GroupedUintAfter(s, label, from, &grouped_text) : UintAfter(s, label, from);
   if (!bytes) return std::nullopt;
   if (!IsRepresentableSize(*bytes)) {
     m.problems.push_back(fmt::format("line {}: {}{} bytes: more than the 4 EiB fragscope represents", m.line,
                                      label, *bytes));
     return std::nullopt;
   }
+  if (grouped) return PrintedSize{*bytes, 0, fmt::format("{} bytes", grouped_text)};
   return PrintedSize{*bytes, 0, fmt::format("{} bytes", *bytes)};
 }
 
@@ -92,6 +95,11 @@ std::optional<OomMessageKind> Detect(std::string_view s) {
     return OomMessageKind::kXlaRuntime;
   }
   if (Contains(s, "OOM when allocating tensor")) return OomMessageKind::kTfTensor;
+  // CuPy's memory pool (cupy/cuda/memory.pyx); "Out of memory allocating N bytes." alone is also XLA's
+  // CPU client and plain C programs' wording, so CuPy's own words must be there too.
+  if (Contains(s, "Out of memory allocating ") && (Contains(s, "allocated so far:") || Contains(s, "cupy"))) {
+    return OomMessageKind::kCupy;
+  }
   if (Contains(s, "failed to allocate ") && Contains(s, "from device") &&
       (Contains(s, "OUT_OF_MEMORY") || Contains(s, "out of memory"))) {
     return OomMessageKind::kTfDeviceAlloc;
@@ -116,6 +124,8 @@ std::optional<OomMessageKind> Detect(std::string_view s) {
   }
   if (Contains(s, "CUBLAS_STATUS_ALLOC_FAILED")) return OomMessageKind::kCublas;
   if (Contains(s, "CUDNN_STATUS_ALLOC_FAILED")) return OomMessageKind::kCudnn;
+  if (Contains(s, "CUFFT_ALLOC_FAILED")) return OomMessageKind::kCufft;
+  if (Contains(s, "CUSOLVER_STATUS_ALLOC_FAILED")) return OomMessageKind::kCusolver;
   // "cuda runtime err(2): out of memory" is PyTorch 0.1's shorter form.
   if (Contains(s, "cuda runtime error (2)") || Contains(s, "cuda runtime err(2)") ||
       (Contains(s, "THCudaCheck FAIL") && Contains(s, "out of memory"))) {
@@ -128,6 +138,15 @@ std::optional<OomMessageKind> Detect(std::string_view s) {
   if (Contains(s, "CUDA failure 2: out of memory") || Contains(s, "HIP failure 2: out of memory") ||
       Contains(s, "Cuda failure 'out of memory'") || (Contains(s, "CUDA error 2 at ") && Contains(s, ": out of memory")) ||
       Contains(s, "cudaMalloc failed: out of memory") || Contains(s, "hipMalloc failed: out of memory")) {
+    return OomMessageKind::kCudaRaw;
+  }
+  // MXNet's pooled storage manager once its pool is released ("cudaMalloc retry failed: out of
+  // memory"); TensorRT's allocator ("Error Code 1: Cuda Runtime (out of memory)", "Requested amount of
+  // GPU memory (N bytes) could not be allocated", "Error Code 2: OutOfMemory"); LightGBM's CUDA check
+  // ("[CUDA] out of memory FILE LINE"); the "GPUassert: out of memory FILE LINE" of CUDA programs.
+  if (Contains(s, "cudaMalloc retry failed: out of memory") || Contains(s, "Requested amount of GPU memory (") ||
+      Contains(s, "Error Code 1: Cuda Runtime (out of memory)") || Contains(s, "Error Code 2: OutOfMemory") ||
+      Contains(s, "[CUDA] out of memory") || Contains(s, "GPUassert: out of memory")) {
     return OomMessageKind::kCudaRaw;
   }
   if (Contains(s, "CUDA error: out of memory") || Contains(s, "HIP error: out of memory") ||
@@ -194,6 +213,7 @@ std::size_t Step(MessageScan& scan, std::size_t i) {
     case OomMessageKind::kTheano: return ReadTheano(scan, i);
     case OomMessageKind::kOrtArena: return ReadOrtArena(scan, i);
     case OomMessageKind::kDirectml: return ReadDirectml(scan, i);
+    case OomMessageKind::kCupy: return ReadCupy(scan, i);
     default: return ReadRawError(scan, i, *kind);
   }
 }
@@ -216,12 +236,15 @@ std::string_view ToString(OomMessageKind kind) {
     case OomMessageKind::kCudaRaw: return "cuda-raw";
     case OomMessageKind::kCublas: return "cublas";
     case OomMessageKind::kCudnn: return "cudnn";
+    case OomMessageKind::kCufft: return "cufft";
+    case OomMessageKind::kCusolver: return "cusolver";
     case OomMessageKind::kPaddleGpu: return "paddle-gpu";
     case OomMessageKind::kPaddleHost: return "paddle-host";
     case OomMessageKind::kTheano: return "theano";
     case OomMessageKind::kOrtArena: return "onnxruntime-arena";
     case OomMessageKind::kDirectml: return "directml";
     case OomMessageKind::kTfEigen: return "tf-eigen";
+    case OomMessageKind::kCupy: return "cupy";
   }
   return "";
 }

@@ -3,7 +3,8 @@
 // F bytes free and T bytes total"), ONNX Runtime's BFCArena ("Failed to allocate memory for
 // requested buffer of size N", "Available memory of A is smaller than requested bytes of N") and
 // torch-directml ("Could not allocate tensor with N bytes. There is not enough GPU video memory
-// available!"). Each prints exact byte counts; only the numbers printed are kept.
+// available!") and CuPy's memory pool ("Out of memory allocating N bytes (allocated so far: M bytes,
+// limit set to: L bytes)."). Each prints exact byte counts; only the numbers printed are kept.
 #include "import/oom_message_scan.hpp"
 
 namespace fragscope::traces::oomscan {
@@ -81,6 +82,23 @@ std::size_t ReadDirectml(MessageScan& scan, std::size_t i) {
   m.backend = "DirectML";
   SetText(m, Trim(s));
   m.request = ExactBytes(m, s, "Could not allocate tensor with ");
+  scan.found.push_back(std::move(m));
+  return i + 1;
+}
+
+std::size_t ReadCupy(MessageScan& scan, std::size_t i) {
+  OomMessage m = scan.Start(i);
+  const std::string_view s = scan.At(i);
+  m.kind = OomMessageKind::kCupy;
+  m.framework = "cupy";
+  SetText(m, Trim(s));
+  // SingleDeviceMemoryPool's OutOfMemoryError(size, total, limit): the request rounded to the pool's
+  // 512-byte unit, the bytes the pool holds on the device (arrays in use and its cached blocks), and
+  // the pool's limit where one is set (set_limit, CUPY_GPU_MEMORY_LIMIT).
+  const std::size_t at = s.find("Out of memory allocating ");
+  m.request = ExactBytes(m, s, "Out of memory allocating ", at, true);
+  m.allocated = ExactBytes(m, s, "allocated so far: ", at, true);
+  m.allowed = ExactBytes(m, s, "limit set to: ", at, true);
   scan.found.push_back(std::move(m));
   return i + 1;
 }

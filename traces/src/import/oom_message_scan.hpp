@@ -77,9 +77,10 @@ std::optional<PrintedSize> Field(OomMessage& m, std::string_view s, std::string_
 // The size that ends right before `end`, with the same handling of sizes too large.
 std::optional<PrintedSize> FieldBefore(OomMessage& m, std::string_view s, std::size_t end);
 
-// An exact byte count printed as a plain integer after `label` ("buffer of size 151851674624"),
-// with the same handling of sizes too large.
-std::optional<PrintedSize> ExactBytes(OomMessage& m, std::string_view s, std::string_view label, std::size_t from = 0);
+// An exact byte count printed as a plain integer after `label` ("buffer of size 151851674624"; with
+// `grouped`, also "1,073,741,824"), with the same handling of sizes too large.
+std::optional<PrintedSize> ExactBytes(OomMessage& m, std::string_view s, std::string_view label, std::size_t from = 0,
+                                      bool grouped = false);
 
 // PyTorch's wording that a sizeless raw error can carry too (oom_message_pytorch.cpp).
 void ReadPytorchHints(OomMessage& m, std::string_view s);
@@ -99,14 +100,16 @@ std::size_t ReadTfEigen(MessageScan& scan, std::size_t i);
 // PaddlePaddle: its CUDA allocator's message (and 2018's enforce), its host allocator's.
 std::size_t ReadPaddleGpu(MessageScan& scan, std::size_t i);
 std::size_t ReadPaddleHost(MessageScan& scan, std::size_t i);
-// Theano, ONNX Runtime's arena, torch-directml (oom_message_libraries.cpp).
+// Theano, ONNX Runtime's arena, torch-directml, CuPy's memory pool (oom_message_libraries.cpp).
 std::size_t ReadTheano(MessageScan& scan, std::size_t i);
 std::size_t ReadOrtArena(MessageScan& scan, std::size_t i);
 std::size_t ReadDirectml(MessageScan& scan, std::size_t i);
+std::size_t ReadCupy(MessageScan& scan, std::size_t i);
 // TensorFlow's "… The caller indicates that this is not a failure" warning: true (and noted in
 // scan.not_failures) when line i is one.
 bool ReadTfNotAFailure(MessageScan& scan, std::size_t i);
-// Sizeless errors: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS, cuDNN.
+// Errors of the CUDA runtime and its libraries: PyTorch's legacy THC, raw CUDA / HIP, cuBLAS, cuDNN,
+// cuFFT, cuSOLVER, and libraries reporting CUDA's error in their own words (oom_message_cuda.cpp).
 std::size_t ReadRawError(MessageScan& scan, std::size_t i, OomMessageKind kind);
 
 // After the scan (oom_message_repeats.cpp): each message's origin (the rank or pid its first line

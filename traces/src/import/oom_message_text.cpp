@@ -3,6 +3,7 @@
 
 #include <array>
 #include <charconv>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -141,6 +142,34 @@ std::optional<std::uint64_t> UintAfter(std::string_view s, std::string_view labe
   std::uint64_t value = 0;
   const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
   if (ec != std::errc() || ptr == rest.data()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> GroupedUintAfter(std::string_view s, std::string_view label, std::size_t from,
+                                              std::string_view* printed) {
+  const std::size_t at = s.find(label, from);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = TrimLeft(s.substr(at + label.size()));
+  std::uint64_t value = 0;
+  std::size_t i = 0;
+  const auto take_digit = [&](char c) {
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return false;  // past 64 bits: no number fragscope can hold
+    value = value * 10 + digit;
+    return true;
+  };
+  while (i < rest.size() && IsDigit(rest[i])) {
+    if (!take_digit(rest[i++])) return std::nullopt;
+  }
+  if (i == 0) return std::nullopt;
+  while (i + 3 < rest.size() && rest[i] == ',' && IsDigit(rest[i + 1]) && IsDigit(rest[i + 2]) &&
+         IsDigit(rest[i + 3]) && (i + 4 == rest.size() || !IsDigit(rest[i + 4]))) {
+    for (std::size_t k = i + 1; k <= i + 3; ++k) {
+      if (!take_digit(rest[k])) return std::nullopt;
+    }
+    i += 4;
+  }
+  if (printed != nullptr) *printed = rest.substr(0, i);
   return value;
 }
 

@@ -42,6 +42,12 @@ std::optional<PrintedSize> SizeBefore(std::string_view s, std::size_t end, std::
 // The unsigned integer right after `label`.
 std::optional<std::uint64_t> UintAfter(std::string_view s, std::string_view label, std::size_t from = 0);
 
+// The same, its digits possibly grouped by thousands separators ("1,073,741,824", as CuPy prints
+// them): a ',' belongs to the number only when exactly three digits follow it.
+// `printed` gets the number as printed.
+std::optional<std::uint64_t> GroupedUintAfter(std::string_view s, std::string_view label, std::size_t from = 0,
+                                              std::string_view* printed = nullptr);
+
 // `s` without terminal escape sequences: a coloured logger's "\x1b[1;31m…\x1b[0m" around a message
 // would otherwise stay in the quoted text (invisible on a terminal, garbage in JSON).
 std::string StripAnsi(std::string_view s);

@@ -5,10 +5,12 @@
 // statistics, TPU compile-time HBM), TensorFlow short forms (OOM when allocating tensor with
 // shape, stream_executor's failed to allocate, pinned host memory) and raw CUDA / cuBLAS / cuDNN
 // failures, also in the words of libraries that call CUDA themselves (NCCL's "Cuda failure 'out of
-// memory'", llama.cpp / ggml's "cudaMalloc failed: out of memory", ONNX Runtime's CUDA provider),
+// memory'", llama.cpp / ggml's "cudaMalloc failed: out of memory", ONNX Runtime's CUDA provider,
+// MXNet, TensorRT, XGBoost, LightGBM, cuFFT, cuSOLVER, a "GPUassert:" check),
 // and other frameworks' own words: PaddlePaddle ("Out of memory error on GPU 0. Cannot allocate …"),
-// Theano ("Error allocating N bytes of device memory"), ONNX Runtime's arena, torch-directml and
-// TensorFlow's Eigen allocator. docs/importers.md, "Out-of-memory error messages", lists the wordings.
+// Theano ("Error allocating N bytes of device memory"), ONNX Runtime's arena, torch-directml,
+// TensorFlow's Eigen allocator and CuPy's memory pool. docs/importers.md, "Out-of-memory error
+// messages", lists the wordings.
 //
 // The scan is line by line with plain substring searches (no regular expression runs over the
 // input), linear in the input's size. Every size is checked against kMaxBytes (byte_math.hpp): a
@@ -44,9 +46,13 @@ enum class OomMessageKind : std::uint8_t {
   kTfDeviceAlloc,       // stream_executor: "failed to allocate X (N bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"
   kTfHostAlloc,         // "failed to alloc N bytes on host" / "could not allocate pinned host memory"
   kCudaRaw,             // a CUDA / HIP runtime or driver error ("CUDA error: out of memory"), also as NCCL
-                        // (framework "nccl") or llama.cpp / ggml ("ggml") report it, with the size where printed
+                        // (framework "nccl"), llama.cpp / ggml ("ggml"), MXNet's pooled storage ("mxnet"),
+                        // TensorRT ("tensorrt"), XGBoost ("xgboost"), LightGBM ("lightgbm") or a CUDA program's
+                        // "GPUassert:" check report it, with the sizes where printed
   kCublas,              // CUBLAS_STATUS_ALLOC_FAILED
   kCudnn,               // CUDNN_STATUS_ALLOC_FAILED
+  kCufft,               // CUFFT_ALLOC_FAILED (a cuFFT plan's work area)
+  kCusolver,            // CUSOLVER_STATUS_ALLOC_FAILED (a cuSOLVER handle or workspace)
   kPaddleGpu,           // "Out of memory error on GPU 0. Cannot allocate X memory on GPU 0, [Y memory has been
                         // allocated and] available memory is only Z."; 2018's "enforce allocating <= available"
   kPaddleHost,          // "Fail to alloc memory of N size, error code is 12." (host RAM)
@@ -57,6 +63,8 @@ enum class OomMessageKind : std::uint8_t {
                         // memory available!"
   kTfEigen,             // "EigenAllocator for GPU ran out of memory when allocating N", "Ran out of GPU memory
                         // when allocating N bytes for OP"
+  kCupy,                // CuPy's memory pool: "Out of memory allocating N bytes (allocated so far: M bytes[, limit
+                        // set to: L bytes])." (sizes with thousands separators)
 };
 
 // "pytorch-legacy", "pytorch-caching", …: stable names, in JSON.
@@ -96,13 +104,14 @@ struct OomMessage {
   std::optional<PrintedSize> total;            // T: total capacity (PyTorch), "Total memory" (TF)
   std::optional<PrintedSize> free;             // F: free on the device at report time
   std::optional<PrintedSize> allocated;        // A: allocated by the framework ("already allocated",
-                                               //    "allocated by PyTorch", MPS allocated, async "Currently allocated")
+                                               //    "allocated by PyTorch", MPS allocated, async "Currently allocated",
+                                               //    CuPy "allocated so far": what its pool holds)
   std::optional<PrintedSize> reserved;         // Rv: "reserved in total by PyTorch"
   std::optional<PrintedSize> unallocated;      // U: "reserved by PyTorch but unallocated", old "cached"
   std::optional<PrintedSize> process_total;    // P: "this process has X memory in use"
   std::vector<OtherProcess> other_processes;   // "Process N has X memory in use"
   std::optional<PrintedSize> allowed;          // "X allowed;" (memory fraction), MPS "max allowed",
-                                               // async "PyTorch limit" when one is set
+                                               // async "PyTorch limit" when one is set, CuPy "limit set to"
   std::optional<PrintedSize> device_limit;     // async "Device limit"
   std::optional<PrintedSize> limit_available;  // ONNX Runtime "Available memory of A": the room its arena has
                                                // left under its memory limit (gpu_mem_limit), not the device's
