@@ -48,6 +48,15 @@ bool HasJaxMessage(const std::vector<traces::OomMessage>& messages) {
   return false;
 }
 
+// Whether a dump printed its occupancy bar: the shares of the pool in use and free, which no
+// message gives (parsed again: only on the rare path of a dump without byte counts).
+bool HasOccupancyBar(const Source& source) {
+  for (const traces::TfBfcDump& d : traces::ParseTfBfcLog(source.bytes(), source.name())) {
+    if (!d.occupancy.empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Reader TfBfcLogReader() {
@@ -64,9 +73,10 @@ Reader TfBfcLogReader() {
         // JAX's usual OOM log: the BFC header and occupancy bar (no byte count), then XLA's
         // BufferAssignment statistics, which decide more than the bar: read as a message. Without
         // statistics, JAX's own error (PJRT's "Failed to allocate request for …") after the allocator's
-        // warning line still says as much as the header and is JAX's: read as a message too, so that
-        // its explanation and advice are JAX's (XLA_PYTHON_CLIENT_*), not TensorFlow's.
-        if (KeptNoByteCount(trace) && (HasXlaStatistics(messages) || HasJaxMessage(messages))) {
+        // warning line alone (no bar) says as much as that line and is JAX's: read as a message too,
+        // so that its explanation and advice are JAX's (XLA_PYTHON_CLIENT_*), not TensorFlow's.
+        if (KeptNoByteCount(trace) &&
+            (HasXlaStatistics(messages) || (HasJaxMessage(messages) && !HasOccupancyBar(source)))) {
           std::vector<std::string> warnings = {
               HasXlaStatistics(messages)
                   ? fmt::format("{}: the allocator dump kept no byte count (only its header and occupancy bar); "
