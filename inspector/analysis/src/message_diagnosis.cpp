@@ -4,18 +4,15 @@
 // what no rule can trust, a number fragscope cannot represent.
 #include "fragscope/analysis/message_diagnosis.hpp"
 
+#include "fragscope/traces/pytorch_snapshot.hpp"
+
 #include "message_diagnosis_internal.hpp"
 
 namespace fragscope::analysis {
 
 using namespace message_detail;
 
-std::uint64_t PytorchSegmentSize(std::uint64_t request) {
-  if (request <= kMiB) return 2 * kMiB;
-  if (request < 10 * kMiB) return 20 * kMiB;
-  const std::uint64_t round = 2 * kMiB;
-  return request > traces::kMaxBytes - round ? traces::kMaxBytes : (request + round - 1) / round * round;
-}
+std::uint64_t PytorchSegmentSize(std::uint64_t request) { return traces::PytorchSegmentSize(request); }
 
 MessageDiagnosis DiagnoseMessage(const OomMessage& message) {
   MessageDiagnosis d;

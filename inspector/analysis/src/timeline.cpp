@@ -16,6 +16,7 @@
 #include "fragscope/traces/byte_math.hpp"
 
 #include "recorded_pages.hpp"
+#include "snapshot_oom.hpp"
 #include "timeline_impl.hpp"
 
 namespace fragscope::analysis {
@@ -163,9 +164,15 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
                           RecordedPageBytes(d->map_gcd, fragscope_trace, e.oom.Has(traces::kOomLimit) ? e.oom.limit : 0),
                           want);
     }
-    diagnosis.report = DiagnoseOom(device, e.oom, recorded == traces::OomCause::kBacking,
-                                   pages ? &*pages : nullptr);
-    if (recorded == traces::OomCause::kUnknown) {
+    // A PyTorch snapshot's OOM is said in PyTorch's terms: its segment sizes, streams and pools.
+    const bool in_pytorch_terms = impl_->header.source_format == "pytorch-snapshot" &&
+                                  ExplainSnapshotOom(impl_->header, device, e, state, diagnosis);
+    if (!in_pytorch_terms) {
+      diagnosis.report = DiagnoseOom(device, e.oom, recorded == traces::OomCause::kBacking, pages ? &*pages : nullptr);
+    }
+    if (in_pytorch_terms) {
+      // ExplainSnapshotOom kept the recorded cause and gave the words.
+    } else if (recorded == traces::OomCause::kUnknown) {
       // Evidence that lacks what would decide (no limit, no free space): say so, never guess.
       diagnosis.report.numbers.cause = recorded;
       diagnosis.report.explanation = UnknownCauseExplanation(e.oom);
@@ -192,7 +199,9 @@ std::vector<OomDiagnosis> TimelineModel::Ooms(std::uint32_t device) const {
     }
     diagnosis.report.stream = e.stream;
     diagnosis.report.tag = e.tag;
-    diagnosis.framework_advice = AdviceInFrameworkTerms(impl_->header, diagnosis.report.numbers.cause);
+    if (diagnosis.framework_advice.empty()) {
+      diagnosis.framework_advice = AdviceInFrameworkTerms(impl_->header, diagnosis.report.numbers.cause);
+    }
 
     // A state whose layout is incomplete (a cut dump) has ranges its listing left out: not known
     // to be free, so no hole is named (the state summary of the moment says whether it is whole).

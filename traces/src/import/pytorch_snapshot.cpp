@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "fragscope/traces/byte_math.hpp"
+
 #include "gzip_text.hpp"
 #include "pickle_reader.hpp"
 #include "pytorch_model.hpp"
@@ -347,9 +349,9 @@ class Importer {
     Marker(e.device, e.action_name.empty() ? "(no action)" : e.action_name, stack);
   }
 
-  // The OOM's numbers from the rebuilt state; the cause by DiagnoseOom's rules, with the limit
-  // taken as reserved + device_free and "the backing refused" meaning cudaMalloc failed although
-  // the device reported enough free memory for the request.
+  // The OOM's numbers from the rebuilt state; the cause by ClassifySnapshotOom (the rule of
+  // docs/importers.md). The limit is what PyTorch could have held at that moment, reserved plus
+  // the device's free memory: not the device's capacity, which a snapshot does not record.
   void Oom(const SourceEvent& e, std::uint32_t stack) {
     const DeviceState& s = state_[e.device];
     OomRecord r;
@@ -382,8 +384,7 @@ class Importer {
         ++r.chunk_count;
       }
     }
-    // The device had the bytes free, so the caching allocator was refused, not out of room.
-    r.cause = ClassifyOom(r, e.device_free >= r.rounded);
+    r.cause = ClassifySnapshotOom(r);
     Event o;
     o.type = EventType::kOom;
     o.device = e.device;
@@ -526,6 +527,24 @@ Trace ReadPytorchSnapshot(const std::string& path, const ReadLimits& limits) {
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw TraceError(path, 0, "read error");
   return ReadPytorchSnapshot(bytes, path, limits);
+}
+
+std::uint64_t PytorchSegmentSize(std::uint64_t request) {
+  constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+  if (request <= kMiB) return 2 * kMiB;
+  if (request < 10 * kMiB) return 20 * kMiB;
+  constexpr std::uint64_t kRound = 2 * kMiB;
+  return request > kMaxBytes - kRound ? kMaxBytes : (request + kRound - 1) / kRound * kRound;
+}
+
+OomCause ClassifySnapshotOom(const OomRecord& numbers) {
+  const std::uint64_t segment = PytorchSegmentSize(numbers.rounded);
+  // PyTorch has already returned every wholly free cached segment to the driver and retried: a
+  // fresh segment that fits in what the driver then reported free was refused for another reason.
+  if (segment <= numbers.headroom) return OomCause::kUnknown;
+  const std::uint64_t cached = numbers.reserved > numbers.in_use ? numbers.reserved - numbers.in_use : 0;
+  const std::uint64_t available = CheckedAdd(numbers.headroom, cached).value_or(UINT64_MAX);
+  return numbers.rounded > available ? OomCause::kCapacity : OomCause::kFragmentation;
 }
 
 bool LooksLikePytorchSnapshot(std::span<const std::uint8_t> head) {

@@ -28,4 +28,17 @@ Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string
 // (PROTO opcode 0x80, protocol 2-5) whose top-level dict starts with a snapshot key.
 bool LooksLikePytorchSnapshot(std::span<const std::uint8_t> head);
 
+// The segment PyTorch's caching allocator asks the driver for when no cached block fits a request
+// of `request` bytes (get_allocation_size in CUDACachingAllocator.cpp): 2 MiB for at most 1 MiB
+// (a small-pool segment), 20 MiB below 10 MiB, else the request rounded up to 2 MiB (at most
+// kMaxBytes).
+std::uint64_t PytorchSegmentSize(std::uint64_t request);
+
+// The cause of a snapshot's oom event from its numbers, by the rule docs/importers.md gives
+// ("Out-of-memory events"), with R = numbers.rounded, F = numbers.headroom (the device_free the
+// allocator read at the failure), U = reserved - in_use and S = PytorchSegmentSize(R):
+// S <= F is unknown (the numbers contradict an out-of-memory: a per-process memory fraction, or a
+// refusal that is not about memory); R > F + U is capacity; otherwise fragmentation.
+OomCause ClassifySnapshotOom(const OomRecord& numbers);
+
 }  // namespace fragscope::traces
