@@ -98,6 +98,7 @@ class Parser {
   ValueId New(Kind kind) {
     Value v;
     v.kind = kind;
+    v.offset = op_offset_;
     values_.push_back(std::move(v));
     return static_cast<ValueId>(values_.size() - 1);
   }

@@ -50,6 +50,10 @@ struct Value {
   double real = 0;              // kFloat
   std::string text;             // kString (UTF-8 bytes as stored)
   std::vector<ValueId> items;   // kList / kTuple: elements; kDict: key, value, key, value, ...
+  // The byte offset of the opcode that made it, for errors about its content; kNoOffset where the
+  // source gives none (JSON: its parser reports no positions of values).
+  std::uint64_t offset = kNoOffset;
+  static constexpr std::uint64_t kNoOffset = UINT64_MAX;
 };
 
 // The opcode's name ("GLOBAL", "REDUCE", ...) or "" when the byte is no pickle opcode.

@@ -12,8 +12,10 @@ using pickle::Document;
 using pickle::Kind;
 using pickle::Value;
 
-[[noreturn]] void Malformed(const std::string& where, const std::string& what) {
-  throw std::runtime_error(fmt::format("not a readable PyTorch memory snapshot: {}: {}", where, what));
+// `at`: the offending value, whose byte offset the error names.
+[[noreturn]] void Malformed(const std::string& where, const std::string& what, const Value& at) {
+  throw MalformedSnapshot(at.offset == Value::kNoOffset ? std::nullopt : std::optional<std::uint64_t>(at.offset),
+                          fmt::format("not a readable PyTorch memory snapshot: {}: {}", where, what));
 }
 
 // A non-negative integer field that must fit in 64 bits; `fallback` when absent or None.
@@ -22,10 +24,10 @@ std::uint64_t U64(const Document& doc, const Value& dict, const char* key, const
   const Value* v = doc.Get(dict, key);
   if (v == nullptr || v->kind == Kind::kNone) return fallback;
   if (v->kind != Kind::kInt) {
-    Malformed(where, fmt::format("'{}' is a {}, not an int", key, pickle::KindName(v->kind)));
+    Malformed(where, fmt::format("'{}' is a {}, not an int", key, pickle::KindName(v->kind)), *v);
   }
-  if (v->big) Malformed(where, fmt::format("'{}' does not fit in 64 bits", key));
-  if (v->negative) Malformed(where, fmt::format("'{}' is negative", key));
+  if (v->big) Malformed(where, fmt::format("'{}' does not fit in 64 bits", key), *v);
+  if (v->negative) Malformed(where, fmt::format("'{}' is negative", key), *v);
   return v->magnitude;
 }
 
@@ -41,7 +43,7 @@ std::uint32_t DeviceIndex(const Document& doc, const Value& dict, const std::str
   const Value* v = doc.Get(dict, "device");
   if (v == nullptr || v->kind == Kind::kNone) return fallback;
   const auto index = pickle::AsU64(*v);
-  if (!index || *index > 0xffff) Malformed(where, "'device' is no device index");
+  if (!index || *index > 0xffff) Malformed(where, "'device' is no device index", *v);
   return static_cast<std::uint32_t>(*index);
 }
 
@@ -66,7 +68,7 @@ Action ParseAction(const std::string& name) {
 SourceSegment ExtractSegment(const Document& doc, const Value& seg, std::size_t index,
                              bool* history_format, std::vector<std::string>* warnings) {
   const std::string where = fmt::format("segment {}", index);
-  if (seg.kind != Kind::kDict) Malformed(where, "not a dict");
+  if (seg.kind != Kind::kDict) Malformed(where, "not a dict", seg);
   SourceSegment out;
   out.device = DeviceIndex(doc, seg, where, 0);
   out.address = U64(doc, seg, "address", where);
@@ -77,7 +79,7 @@ SourceSegment ExtractSegment(const Document& doc, const Value& seg, std::size_t 
   const Value* expandable = doc.Get(seg, "is_expandable");
   out.expandable = expandable != nullptr && expandable->kind == Kind::kBool && expandable->boolean;
   if (out.address > std::numeric_limits<std::uint64_t>::max() - out.total_size) {
-    Malformed(where, "address + total_size overflows 64 bits");
+    Malformed(where, "address + total_size overflows 64 bits", seg);
   }
   std::uint64_t next = out.address;  // torch 2.0: blocks tile the segment in order
   const Value* blocks = doc.Get(seg, "blocks");
@@ -85,7 +87,7 @@ SourceSegment ExtractSegment(const Document& doc, const Value& seg, std::size_t 
   for (pickle::ValueId id : blocks ? doc.Items(*blocks) : std::span<const pickle::ValueId>{}) {
     const Value& block = doc.at(id);
     const std::string bwhere = fmt::format("segment {} block {}", index, b++);
-    if (block.kind != Kind::kDict) Malformed(bwhere, "not a dict");
+    if (block.kind != Kind::kDict) Malformed(bwhere, "not a dict", block);
     SourceBlock sb;
     sb.size = U64(doc, block, "size", bwhere);
     sb.requested = U64(doc, block, "requested_size", bwhere, sb.size);
@@ -114,7 +116,7 @@ SourceSegment ExtractSegment(const Document& doc, const Value& seg, std::size_t 
       }
     }
     if (sb.address > std::numeric_limits<std::uint64_t>::max() - sb.size) {
-      Malformed(bwhere, "address + size overflows 64 bits");
+      Malformed(bwhere, "address + size overflows 64 bits", block);
     }
     next = sb.address + sb.size;
     out.blocks.push_back(sb);
@@ -125,7 +127,7 @@ SourceSegment ExtractSegment(const Document& doc, const Value& seg, std::size_t 
 SourceEvent ExtractEvent(const Document& doc, const Value& event, std::uint32_t device,
                          std::size_t index) {
   const std::string where = fmt::format("device {} trace event {}", device, index);
-  if (event.kind != Kind::kDict) Malformed(where, "not a dict");
+  if (event.kind != Kind::kDict) Malformed(where, "not a dict", event);
   SourceEvent out;
   out.device = device;
   out.action_name = Text(doc, event, "action");
@@ -141,7 +143,7 @@ SourceEvent ExtractEvent(const Document& doc, const Value& event, std::uint32_t 
     out.time_us = U64(doc, event, "time_us", where);
   }
   if (out.action != Action::kOom && out.addr > std::numeric_limits<std::uint64_t>::max() - out.size) {
-    Malformed(where, "addr + size overflows 64 bits");
+    Malformed(where, "addr + size overflows 64 bits", event);
   }
   out.frames = doc.Get(event, "frames");
   return out;
@@ -152,16 +154,16 @@ SourceEvent ExtractEvent(const Document& doc, const Value& event, std::uint32_t 
 SourceSnapshot ExtractSnapshot(const Document& doc, std::vector<std::string>* warnings) {
   const Value& root = doc.root();
   if (root.kind != Kind::kDict) {
-    Malformed("top level", fmt::format("a {}, not a dict", pickle::KindName(root.kind)));
+    Malformed("top level", fmt::format("a {}, not a dict", pickle::KindName(root.kind)), root);
   }
   const Value* segments = doc.Get(root, "segments");
   const Value* traces = doc.Get(root, "device_traces");
   if (segments == nullptr && traces == nullptr) {
-    Malformed("top level", "neither 'segments' nor 'device_traces'");
+    Malformed("top level", "neither 'segments' nor 'device_traces'", root);
   }
   SourceSnapshot out;
   if (segments != nullptr) {
-    if (segments->kind != Kind::kList) Malformed("top level", "'segments' is no list");
+    if (segments->kind != Kind::kList) Malformed("top level", "'segments' is no list", *segments);
     std::size_t i = 0;
     for (pickle::ValueId id : doc.Items(*segments)) {
       out.segments.push_back(
@@ -169,14 +171,14 @@ SourceSnapshot ExtractSnapshot(const Document& doc, std::vector<std::string>* wa
     }
   }
   if (traces != nullptr) {
-    if (traces->kind != Kind::kList) Malformed("top level", "'device_traces' is no list");
+    if (traces->kind != Kind::kList) Malformed("top level", "'device_traces' is no list", *traces);
     const auto devices = doc.Items(*traces);
-    if (devices.size() > 0x10000) Malformed("top level", "too many devices in 'device_traces'");
+    if (devices.size() > 0x10000) Malformed("top level", "too many devices in 'device_traces'", *traces);
     for (std::size_t d = 0; d < devices.size(); ++d) {
       auto& events = out.device_traces.emplace_back();
       const Value& list = doc.at(devices[d]);
       if (list.kind == Kind::kNone) continue;
-      if (list.kind != Kind::kList) Malformed(fmt::format("device trace {}", d), "not a list");
+      if (list.kind != Kind::kList) Malformed(fmt::format("device trace {}", d), "not a list", list);
       std::size_t i = 0;
       for (pickle::ValueId id : doc.Items(list)) {
         events.push_back(ExtractEvent(doc, doc.at(id), static_cast<std::uint32_t>(d), i++));

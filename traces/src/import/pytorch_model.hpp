@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -73,7 +74,19 @@ struct SourceSnapshot {
   bool block_history_format = false;  // torch 2.0: blocks carry `history`, not `address`
 };
 
-// Throws std::runtime_error when the document is no snapshot or a value it needs is malformed
+// A document that is no snapshot, or a value it needs that is malformed. offset(): the byte offset
+// of the offending value in the pickle, nullopt where unknown (a snapshot saved as JSON).
+class MalformedSnapshot : public std::runtime_error {
+ public:
+  MalformedSnapshot(std::optional<std::uint64_t> offset, const std::string& message)
+      : std::runtime_error(message), offset_(offset) {}
+  std::optional<std::uint64_t> offset() const { return offset_; }
+
+ private:
+  std::optional<std::uint64_t> offset_;
+};
+
+// Throws MalformedSnapshot when the document is no snapshot or a value it needs is malformed
 // (an address or size that is no non-negative 64-bit integer, for instance). Oddities that can
 // be read around go to `warnings`.
 SourceSnapshot ExtractSnapshot(const pickle::Document& doc, std::vector<std::string>* warnings);

@@ -516,6 +516,10 @@ Trace ReadPytorchSnapshot(std::span<const std::uint8_t> bytes, const std::string
     throw TraceError(name, e.offset(), (json ? "JSON: " : "pickle: ") + e.detail());
   } catch (const TraceError&) {
     throw;
+  } catch (const pytorch_import::MalformedSnapshot& e) {
+    // The offending value's own byte offset; a JSON snapshot's values have none to name.
+    if (e.offset()) throw TraceError(name, *e.offset(), e.what());
+    throw TraceError(name, e.what());
   } catch (const std::runtime_error& e) {
     throw TraceError(name, 0, e.what());
   }
