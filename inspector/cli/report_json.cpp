@@ -72,6 +72,13 @@ void PrintReportJson(const ReportView& view) {
       }
     }
     if (const auto before = analysis::BeforeRecordingOf(header, devices[i]); before && !state) {
+      if (metrics[i].peak_load > 0 && metrics[i].peak_load <= before->requested) {
+        // Every live byte predates recording (a snapshot's device with an empty trace list): the
+        // ratios would describe the state recording started from, not a history (as in the text).
+        device["overhead"] = nullptr;
+        device["utilization_at_peak"] = nullptr;
+        device["fragmentation_at_peak"] = nullptr;
+      }
       // blocks: null where the evidence gives bytes only (torch.profiler's Total Allocated).
       device["before_recording"] = {
           {"blocks", before->blocks_known ? nlohmann::json(before->blocks) : nlohmann::json(nullptr)},

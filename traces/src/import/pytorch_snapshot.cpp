@@ -69,7 +69,11 @@ class Importer {
       if (!snapshot_.device_traces[d].empty()) devices.insert(static_cast<std::uint32_t>(d));
     }
     for (const auto& a : snapshot_.annotations) devices.insert(a.device);
-    if (devices.empty()) devices.insert(0);
+    // Nothing anywhere: the devices are those torch listed (one trace list per device, empty when
+    // nothing was recorded); a snapshot with no list names none, and none is invented.
+    if (devices.empty()) {
+      for (std::size_t d = 0; d < snapshot_.device_traces.size(); ++d) devices.insert(static_cast<std::uint32_t>(d));
+    }
     for (std::uint32_t d : devices) {
       trace_.header.devices.push_back(DeviceDescription{d, fmt::format("cuda:{}", d), "pytorch", 0, 0});
     }
@@ -110,6 +114,11 @@ class Importer {
         state.device = d;
         state.moment = "when the snapshot was taken";
         state.at_seq = last;
+        // The segments are every byte PyTorch held: their sums are known, 0 where there is none.
+        const SegmentTotals totals = TotalsOf(d);
+        state.reserved = totals.reserved;
+        state.in_use = totals.in_use;
+        state.requested = totals.requested;
         trace_.header.source.states.push_back(std::move(state));
       }
     }
@@ -396,15 +405,24 @@ class Importer {
     Emit(o, stack);
   }
 
-  void CheckEnd(std::uint32_t device) {
+  // What the final segments of `device` hold: reserved bytes, live (rounded) and requested bytes.
+  struct SegmentTotals {
     std::uint64_t reserved = 0, in_use = 0, requested = 0;
+  };
+  SegmentTotals TotalsOf(std::uint32_t device) const {
+    SegmentTotals t;
     for (const auto& seg : snapshot_.segments) {
       if (seg.device != device) continue;
-      reserved += seg.total_size;
+      t.reserved += seg.total_size;
       for (const auto& b : seg.blocks) {
-        if (b.live) in_use += b.size, requested += b.requested;
+        if (b.live) t.in_use += b.size, t.requested += b.requested;
       }
     }
+    return t;
+  }
+
+  void CheckEnd(std::uint32_t device) {
+    const auto [reserved, in_use, requested] = TotalsOf(device);
     const DeviceState& s = state_[device];
     if (s.reserved != reserved || s.in_use != in_use || s.live_requested != requested) {
       log_.Add("end state differs",
