@@ -29,6 +29,8 @@ void PrintStateText(const ReportView& view) {
   const traces::TraceHeader& header = *view.header;
   fmt::print("kind       state: one moment, not a history (no overhead, minimal limit or replay: they need time)\n\n");
   for (const analysis::StateFindings& s : view.states) PrintOne(header, s);
+  // A PyTorch snapshot with no segments and no trace list names no device; none is invented.
+  if (view.devices.empty()) fmt::print("no device: the evidence describes none\n");
 }
 
 nlohmann::json StateJson(const analysis::StateFindings& s) {
@@ -37,7 +39,8 @@ nlohmann::json StateJson(const analysis::StateFindings& s) {
   // says is incomplete (whose uncovered ranges are not known to be free), those numbers are null,
   // not 0. Free in regions is then reserved less in use where the evidence's counts give both.
   const bool layout = s.regions > 0 || s.chunks > 0;
-  const bool whole = layout && s.layout_complete;
+  // A whole listing of nothing (a PyTorch snapshot with no segment) is a layout too: all 0.
+  const bool whole = s.layout_complete && (layout || s.reserved == std::optional<std::uint64_t>(0));
   const auto of_layout = [whole](std::uint64_t v) { return whole ? nlohmann::json(v) : nlohmann::json(); };
   const std::optional<std::uint64_t> free = whole ? std::optional(s.free_in_regions) : analysis::FreeByOwnCounts(s);
   nlohmann::json out = {{"moment", s.moment},

@@ -91,7 +91,10 @@ StateText DescribeState(const traces::TraceHeader& header, const StateFindings& 
                                     s.reserved_from_summary ? " (its own count)" : "", Optional(s.limit));
   if (s.max_in_use) numbers += fmt::format(", most ever in use {}", FormatBytes(*s.max_in_use));
   out.lines.push_back(std::move(numbers));
-  if (s.regions == 0 && s.chunks == 0) {
+  if (s.regions == 0 && s.chunks == 0 && s.layout_complete && s.reserved == std::optional<std::uint64_t>(0)) {
+    // A whole listing of nothing (a PyTorch snapshot with no segment): not a layout left out.
+    out.lines.push_back(fmt::format("nothing reserved: the evidence lists no {}s, and its listing is whole", region));
+  } else if (s.regions == 0 && s.chunks == 0) {
     out.lines.push_back(fmt::format("no layout: the evidence lists no {}s or chunks", region));
     if (const auto free = FreeByOwnCounts(s)) {
       out.lines.push_back(fmt::format(
