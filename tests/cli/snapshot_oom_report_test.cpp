@@ -97,6 +97,17 @@ TEST_F(SnapshotOomReport, MoreNeededFollowsTheSegmentSize) {
       << oom["suggestion"];
 }
 
+TEST_F(SnapshotOomReport, RequestFitsInFreeButItsSegmentDoesNot) {
+  nlohmann::json oom;
+  Report("nothing_cached.pickle", NothingCached(), &oom);
+  EXPECT_EQ(oom["cause"], "fragmentation");
+  EXPECT_EQ(oom["explanation"],
+            "the request of 5.00 MiB fits in the 6.00 MiB free on the device, but with no cached block for it "
+            "PyTorch asks the driver for a 20.00 MiB segment (a request between 1 and 10 MiB gets a 20 MiB "
+            "segment), which does not fit");
+  EXPECT_EQ(oom["suggestion"].get<std::string>().rfind("14.00 MiB more free on the device", 0), 0u) << oom["suggestion"];
+}
+
 TEST_F(SnapshotOomReport, CapacityWithoutAKnownDeviceSize) {
   nlohmann::json oom;
   const nlohmann::json doc = Report("capacity.pickle", Capacity(), &oom);

@@ -82,6 +82,14 @@ inline Py MidRequestWithFree(std::uint64_t device_free) {
                    Event("free_completed", kA + 4 * kMiB, 4 * kMiB, 6), Oom(device_free, 5 * kMiB, 7)})})}});
 }
 
+// A 20 MiB segment wholly live, 5 MiB asked with 6 MiB free: nothing cached, the request fits in
+// free memory, but the 20 MiB segment PyTorch asks for does not (fragmentation by the rule: R <= F + U).
+inline Py NothingCached() {
+  return D({{"segments", L({Segment(0, kA, 20 * kMiB, {Block(kA, 20 * kMiB, "active_allocated")})})},
+            {"device_traces", L({L({Event("segment_alloc", kA, 20 * kMiB, 1), Event("alloc", kA, 20 * kMiB, 2),
+                                    Oom(6 * kMiB, 5 * kMiB, 3)})})}});
+}
+
 // The same with 1 MiB free: 19 MiB more than was free is what the segment needs.
 inline Py MidRequest() { return MidRequestWithFree(kMiB); }
 

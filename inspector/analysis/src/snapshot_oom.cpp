@@ -179,10 +179,18 @@ bool ExplainSnapshotOom(const traces::TraceHeader& header, std::uint32_t device,
     default: {  // fragmentation
       const bool small_request = request <= kSmallRequest;
       const FreeBySuitability where = Classify(state, oom.stream, small_request, expandable);
-      report.explanation = fmt::format(
-          "{} are cached free inside PyTorch's segments and {} free on the device, together enough for the "
-          "request of {}, but {}; and the fresh {} segment it then needs does not fit in the {} free",
-          FormatBytes(cached), F, R, WhyCacheCannotServe(where, request, oom.stream, small_request), S, F);
+      if (where.usable == 0 && where.other_pool == 0 && where.other_streams == 0) {
+        // Nothing cached at all (U = 0, so R <= F): the request fits in free memory, its segment not.
+        report.explanation = fmt::format(
+            "the request of {} fits in the {} free on the device, but with no cached block for it PyTorch asks the "
+            "driver for a {} segment ({}), which does not fit",
+            R, F, S, SegmentRule(request));
+      } else {
+        report.explanation = fmt::format(
+            "{} are cached free inside PyTorch's segments and {} free on the device, together enough for the "
+            "request of {}, but {}; and the fresh {} segment it then needs does not fit in the {} free",
+            FormatBytes(cached), F, R, WhyCacheCannotServe(where, request, oom.stream, small_request), S, F);
+      }
       report.suggestion = fmt::format(
           "{} more free on the device would have let PyTorch allocate that segment ({}); or free tensors so that "
           "a cached block of {} comes free",
