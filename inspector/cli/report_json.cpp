@@ -16,6 +16,11 @@ namespace fragscope::cli {
 
 // The source allocator's own settings, where a reader found them (PyTorch's allocator_settings):
 // shown so a user sees what PyTorch ran with.
+bool NothingAllocatedWhileRecording(const traces::TraceHeader& header, const analysis::DeviceMetrics& metrics) {
+  const auto before = analysis::BeforeRecordingOf(header, metrics.device);
+  return before && before->blocks_known && before->blocks > 0 && metrics.allocations <= before->blocks;
+}
+
 nlohmann::json SourceSettings(const traces::TraceHeader& header) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [key, value] : header.source.settings) {
@@ -72,9 +77,9 @@ void PrintReportJson(const ReportView& view) {
       }
     }
     if (const auto before = analysis::BeforeRecordingOf(header, devices[i]); before && !state) {
-      if (metrics[i].peak_load > 0 && metrics[i].peak_load <= before->requested) {
-        // Every live byte predates recording (a snapshot's device with an empty trace list): the
-        // ratios would describe the state recording started from, not a history (as in the text).
+      if (NothingAllocatedWhileRecording(header, metrics[i])) {
+        // A snapshot's device with an empty trace list: the ratios would describe the state
+        // recording started from, not a history (as in the text).
         device["overhead"] = nullptr;
         device["utilization_at_peak"] = nullptr;
         device["fragmentation_at_peak"] = nullptr;

@@ -51,10 +51,9 @@ void PrintReportText(const ReportView& view) {
     // overhead or utilization to give: "-", not a ratio to 0.
     // Nor does a device with no allocation (an empty or truncated trace): no ratio to a 0.
     const bool reserved_known = m.peak_reserved > 0 || m.peak_load == 0;
-    // Nor does a device whose every live byte predates recording (a snapshot's device with an empty
-    // trace list): its ratios would describe the state recording started from, not a history.
-    const auto before = analysis::BeforeRecordingOf(header, m.device);
-    const bool ratios = m.peak_reserved > 0 && m.peak_load > 0 && !(before && m.peak_load <= before->requested);
+    // Nor does a device with no allocation during recording (a snapshot's device with an empty trace
+    // list): its ratios would describe the state recording started from, not a history.
+    const bool ratios = m.peak_reserved > 0 && m.peak_load > 0 && !NothingAllocatedWhileRecording(header, m);
     rows.push_back({std::to_string(m.device), FormatBytes(m.peak_load), FormatBytes(m.peak_in_use),
                     reserved_known ? FormatBytes(m.peak_reserved) : "-",
                     ratios ? FormatRatio(m.overhead()) : "-",

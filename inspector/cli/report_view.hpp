@@ -46,6 +46,11 @@ struct ReportView {
 // allocator_settings), without the prefix.
 nlohmann::json SourceSettings(const traces::TraceHeader& header);
 
+// Whether every allocation of `metrics.device` lays out what was live before recording started (a
+// PyTorch snapshot's device whose trace list is empty): its overhead, utilization and fragmentation
+// at peak would describe that start, not a history, and are not given.
+bool NothingAllocatedWhileRecording(const traces::TraceHeader& header, const analysis::DeviceMetrics& metrics);
+
 void PrintReportJson(const ReportView& view);  // one JSON document (docs/cli.md, "report")
 void PrintReportText(const ReportView& view);  // the table and every OOM explained
 // A state's findings for people (report_state.cpp): the evidence's numbers, what its layout

@@ -103,13 +103,14 @@ TEST(PytorchSnapshotOom, NothingAllocatedIsAKnownZero) {
   const Trace none = Import(D({{"segments", L({})}, {"device_traces", L({})}}));
   EXPECT_TRUE(none.header.devices.empty());
   EXPECT_TRUE(none.header.source.states.empty());
-  // With segments, the sums are the segments' (10 MiB live of 40 MiB).
+  // With segments, their layout gives the sums (the report adds them up): the summary leaves them.
   const Trace state = Import(D({{"segments", L({Segment(0, kA, 40 * kMiB,
                                                         {Block(kA, 10 * kMiB, "active_allocated"),
                                                          Block(kA + 10 * kMiB, 30 * kMiB, "inactive")})})}}));
   ASSERT_EQ(state.header.source.states.size(), 1u);
-  EXPECT_EQ(state.header.source.states[0].in_use, std::optional<std::uint64_t>(10 * kMiB));
-  EXPECT_EQ(state.header.source.states[0].reserved, std::optional<std::uint64_t>(40 * kMiB));
+  EXPECT_FALSE(state.header.source.states[0].in_use.has_value());
+  EXPECT_FALSE(state.header.source.states[0].reserved.has_value());
+  EXPECT_TRUE(state.header.source.states[0].layout_complete);
 }
 
 // The offset of the bytes that encode `value` inside the pickle of `root` (where it is unique).

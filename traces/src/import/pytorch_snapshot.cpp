@@ -114,11 +114,12 @@ class Importer {
         state.device = d;
         state.moment = "when the snapshot was taken";
         state.at_seq = last;
-        // The segments are every byte PyTorch held: their sums are known, 0 where there is none.
-        const SegmentTotals totals = TotalsOf(d);
-        state.reserved = totals.reserved;
-        state.in_use = totals.in_use;
-        state.requested = totals.requested;
+        // The segments are every byte PyTorch held: a device with none held nothing, a known 0 (where
+        // there are segments, their layout gives the sums).
+        if (std::none_of(snapshot_.segments.begin(), snapshot_.segments.end(),
+                         [d](const SourceSegment& seg) { return seg.device == d; })) {
+          state.in_use = state.reserved = state.requested = 0;
+        }
         trace_.header.source.states.push_back(std::move(state));
       }
     }
@@ -405,24 +406,15 @@ class Importer {
     Emit(o, stack);
   }
 
-  // What the final segments of `device` hold: reserved bytes, live (rounded) and requested bytes.
-  struct SegmentTotals {
+  void CheckEnd(std::uint32_t device) {
     std::uint64_t reserved = 0, in_use = 0, requested = 0;
-  };
-  SegmentTotals TotalsOf(std::uint32_t device) const {
-    SegmentTotals t;
     for (const auto& seg : snapshot_.segments) {
       if (seg.device != device) continue;
-      t.reserved += seg.total_size;
+      reserved += seg.total_size;
       for (const auto& b : seg.blocks) {
-        if (b.live) t.in_use += b.size, t.requested += b.requested;
+        if (b.live) in_use += b.size, requested += b.requested;
       }
     }
-    return t;
-  }
-
-  void CheckEnd(std::uint32_t device) {
-    const auto [reserved, in_use, requested] = TotalsOf(device);
     const DeviceState& s = state_[device];
     if (s.reserved != reserved || s.in_use != in_use || s.live_requested != requested) {
       log_.Add("end state differs",
