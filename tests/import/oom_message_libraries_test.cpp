@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "fragscope/traces/oom_message.hpp"
+#include "oom_message_test_support.hpp"
 
 namespace fragscope::traces {
 namespace {
@@ -16,11 +17,7 @@ namespace {
 constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr std::uint64_t kGiB = 1ull << 30;
 
-OomMessage One(const std::string& text) {
-  const auto messages = FindOomMessages(text);
-  EXPECT_EQ(messages.size(), 1u) << text;
-  return messages.empty() ? OomMessage{} : messages[0];
-}
+using testing::One;
 
 TEST(OomMessageCupy, PoolWordingWithAndWithoutItsLimit) {
   const OomMessage plain = One("Traceback (most recent call last):\n"

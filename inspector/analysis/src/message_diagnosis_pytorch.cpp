@@ -39,6 +39,19 @@ std::string Ending(const std::string& text) {
   return "…" + flat.substr(space == std::string::npos ? flat.size() - kWords : space + 1);
 }
 
+// One request larger than the share of the device the process may hold (a per-process memory
+// fraction, "X allowed" or cudaMallocAsync's "PyTorch limit"): no allocator setting serves it. Said
+// in `b` when so.
+bool LargerThanAllowed(Builder& b, const Val& R, const Val& W) {
+  if (!Greater(R, W)) return false;
+  b.Line("R = {} > allowed = {}", R.text, W.text);
+  b.Cause(OomCause::kRequestTooLarge,
+          fmt::format("one request of {} is larger than the {} this process is allowed "
+                      "(torch.cuda.set_per_process_memory_fraction)", R.text, W.text));
+  b.Advice("raise the fraction given to torch.cuda.set_per_process_memory_fraction, or a smaller request");
+  return true;
+}
+
 }  // namespace
 
 // PyTorch's caching allocator on CUDA, HIP and XPU (every era of its wording).
@@ -216,12 +229,7 @@ void DiagnosePytorchCaching(const OomMessage& m, MessageDiagnosis& d) {
   // 3. A per-process memory fraction ("X allowed;").
   if (m.allowed) {
     const Val W = Of(*m.allowed);
-    if (Greater(R, W)) {
-      b.Line("R = {} > allowed = {}", R.text, W.text);
-      b.Cause(OomCause::kRequestTooLarge,
-              fmt::format("one request of {} is larger than the {} this process is allowed "
-                          "(torch.cuda.set_per_process_memory_fraction)", R.text, W.text));
-      b.Advice("raise the fraction given to torch.cuda.set_per_process_memory_fraction, or a smaller request");
+    if (LargerThanAllowed(b, R, W)) {
       note_outside();
       return;
     }
@@ -384,14 +392,7 @@ void DiagnosePytorchAsync(const OomMessage& m, MessageDiagnosis& d) {
   // the caching allocator, with the "allowed" share).
   if (m.allowed && !m.unlimited_fraction && Greater(L, Of(*m.allowed))) {
     const Val W = Of(*m.allowed);
-    if (Greater(R, W)) {
-      b.Line("R = {} > allowed = {}", R.text, W.text);
-      b.Cause(OomCause::kRequestTooLarge,
-              fmt::format("one request of {} is larger than the {} this process is allowed "
-                          "(torch.cuda.set_per_process_memory_fraction)", R.text, W.text));
-      b.Advice("raise the fraction given to torch.cuda.set_per_process_memory_fraction, or a smaller request");
-      return;
-    }
+    if (LargerThanAllowed(b, R, W)) return;
     b.Line("C + R = {} + {} = {} {} allowed = {}", C.text, R.text, Fmt(CR.v),
            Greater(CR, W) ? ">" : LessEq(CR, W) ? "≤" : "≈", W.text);
     if (Greater(CR, W)) {
