@@ -43,7 +43,8 @@ TEST(PytorchSnapshotOom, SegmentSizeFollowsGetAllocationSize) {
 // A free block on another stream: the numbers say fragmentation (R = 20 <= F + U = 31 MiB, and the
 // 20 MiB segment does not fit in 1 MiB); the stream is kept for the words.
 TEST(PytorchSnapshotOom, CrossStreamIsFragmentationByTheRule) {
-  const Event& o = OnlyOom(Import(CrossStream()));
+  const auto trace = Import(CrossStream());  // the event lives in it
+  const Event& o = OnlyOom(trace);
   EXPECT_EQ(o.stream, kSideStream);
   EXPECT_EQ(o.oom.rounded, 20 * kMiB);
   EXPECT_EQ(o.oom.reserved, 40 * kMiB);
@@ -56,11 +57,13 @@ TEST(PytorchSnapshotOom, CrossStreamIsFragmentationByTheRule) {
 }
 
 TEST(PytorchSnapshotOom, SmallRequestAndMidRequestAreFragmentation) {
-  const Event& small = OnlyOom(Import(SmallPool()));
+  const auto small_trace = Import(SmallPool());  // the events live in the traces
+  const Event& small = OnlyOom(small_trace);
   EXPECT_EQ(small.oom.rounded, 512u * 1024);
   EXPECT_EQ(small.oom.headroom, 0u);
   EXPECT_EQ(small.oom.cause, OomCause::kFragmentation);  // 0.5 <= 0 + 30 MiB; S = 2 MiB > 0
-  const Event& mid = OnlyOom(Import(MidRequest()));
+  const auto mid_trace = Import(MidRequest());
+  const Event& mid = OnlyOom(mid_trace);
   EXPECT_EQ(mid.oom.free_in_regions, 4 * kMiB);
   EXPECT_EQ(mid.oom.largest_free, 4 * kMiB);
   EXPECT_EQ(mid.oom.cause, OomCause::kFragmentation);  // 5 <= 1 + 4 MiB; S = 20 MiB > 1 MiB

@@ -64,7 +64,8 @@ TEST(TfCutReserved, WithoutAReservedCountTheOomLeavesReservedFreeAndHeadroomOut)
   EXPECT_NE(s.missing.find("no reserved count: its regions hold at least 100.00 MiB"), std::string::npos) << s.missing;
 
   // Capacity needs no reserved count: 100 MiB in use and 128 MiB asked exceed the 200 MiB limit.
-  const Event* capacity = FindOom(ParseTfBfcLogToTrace(CutDump("128.00MiB"), "cut.log"));
+  const auto capacity_trace = ParseTfBfcLogToTrace(CutDump("128.00MiB"), "cut.log");  // the event lives in it
+  const Event* capacity = FindOom(capacity_trace);
   ASSERT_NE(capacity, nullptr);
   EXPECT_EQ(capacity->oom.cause, OomCause::kCapacity);
 }
